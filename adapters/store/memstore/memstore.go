@@ -1,0 +1,136 @@
+// Package memstore is an in-memory store driver for tests and throwaway runs.
+//
+// URL: mem://NAME opens the process-wide table NAME (every Open of the same name shares it, the
+// way separate functions share one cloud table); mem:// opens a fresh private table.
+// Parameter max_row_bytes (default 409600, DynamoDB's item limit) bounds encoded rows.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+func init() { store.Register("mem", open) }
+
+// DefaultMaxRowBytes matches DynamoDB's 400 KB item limit so oversize bugs surface locally.
+const DefaultMaxRowBytes = 400 * 1024
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]*data{}
+)
+
+type data struct {
+	mu         sync.Mutex
+	partitions map[string]map[string]store.Attrs
+}
+
+// Driver is the in-memory driver.
+type Driver struct {
+	d      *data
+	limits store.Limits
+}
+
+func open(_ context.Context, u *store.URL) (store.Driver, error) {
+	if err := u.CheckParams("max_row_bytes"); err != nil {
+		return nil, err
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("%w: mem URL takes a name, not a path: want mem://NAME, got path %q", store.ErrInvalid, u.Path)
+	}
+	limit := DefaultMaxRowBytes
+	if s := u.Query.Get("max_row_bytes"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 256 {
+			return nil, fmt.Errorf("%w: max_row_bytes=%q must be an integer >= 256", store.ErrInvalid, s)
+		}
+		limit = n
+	}
+	if u.Host == "" {
+		return New(limit), nil
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	d, ok := shared[u.Host]
+	if !ok {
+		d = &data{partitions: map[string]map[string]store.Attrs{}}
+		shared[u.Host] = d
+	}
+	return &Driver{d: d, limits: store.Limits{MaxRowBytes: limit}}, nil
+}
+
+// New returns a fresh private in-memory driver.
+func New(maxRowBytes int) *Driver {
+	return &Driver{d: &data{partitions: map[string]map[string]store.Attrs{}}, limits: store.Limits{MaxRowBytes: maxRowBytes}}
+}
+
+// Get implements store.Driver.
+func (m *Driver) Get(_ context.Context, key store.Key) (store.Attrs, bool, error) {
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	a, ok := m.d.partitions[key.Partition][key.Sort]
+	return a.Clone(), ok, nil
+}
+
+// Update implements store.Driver.
+func (m *Driver) Update(_ context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	cur, exists := m.d.partitions[key.Partition][key.Sort]
+	if !cond.Eval(cur, exists) {
+		return store.UpdateResult{Attrs: cur.Clone()}, nil
+	}
+	next, err := upd.Apply(cur)
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	if n := len(key.Partition) + len(key.Sort) + len(store.EncodeAttrs(next)); n > m.limits.MaxRowBytes {
+		return store.UpdateResult{}, fmt.Errorf("%w: %d bytes > %d", store.ErrTooLarge, n, m.limits.MaxRowBytes)
+	}
+	p := m.d.partitions[key.Partition]
+	if p == nil {
+		p = map[string]store.Attrs{}
+		m.d.partitions[key.Partition] = p
+	}
+	p[key.Sort] = next
+	return store.UpdateResult{Applied: true, Attrs: next.Clone()}, nil
+}
+
+// Scan implements store.Driver.
+func (m *Driver) Scan(_ context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	p := m.d.partitions[partition]
+	rows := make([]store.Row, 0, len(p))
+	for sk, a := range p {
+		rows = append(rows, store.Row{Key: store.Key{Partition: partition, Sort: sk}, Attrs: a.Project(opts.Projection)})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Key.Sort < rows[j].Key.Sort })
+	return rows, nil
+}
+
+// Delete implements store.Driver.
+func (m *Driver) Delete(_ context.Context, key store.Key, cond store.Cond) (bool, error) {
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	cur, exists := m.d.partitions[key.Partition][key.Sort]
+	if !cond.Eval(cur, exists) || !exists {
+		return false, nil
+	}
+	delete(m.d.partitions[key.Partition], key.Sort)
+	if len(m.d.partitions[key.Partition]) == 0 {
+		delete(m.d.partitions, key.Partition)
+	}
+	return true, nil
+}
+
+// Limits implements store.Driver.
+func (m *Driver) Limits() store.Limits { return m.limits }
+
+// Close implements store.Driver; shared tables outlive their handles.
+func (m *Driver) Close() error { return nil }

@@ -1,0 +1,406 @@
+// Package sqlitestore is the embedded store driver: one table in a SQLite database file, via the
+// pure-Go modernc.org/sqlite (no cgo).
+//
+// URL: sqlite:///absolute/path/to/file.db?table=NAME&max_row_bytes=N. The file and table are
+// created if missing; the directory must already exist. table defaults to "ssfkit" and
+// max_row_bytes to 409600 (DynamoDB's item limit, so oversize bugs surface locally).
+//
+// Every Driver on one file within a process shares a single connection, so the process's
+// operations serialise without lock contention. Separate processes may open the same file:
+// WAL mode lets readers proceed alongside a writer, writers wait for each other up to a busy
+// timeout, and conditional writes run in BEGIN IMMEDIATE transactions, which take the write
+// lock before reading so a read-check-write cannot be interleaved.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+func init() { store.Register("sqlite", open) }
+
+const (
+	// DefaultTable is the SQL table used when the URL names none.
+	DefaultTable = "ssfkit"
+	// DefaultMaxRowBytes matches DynamoDB's 400 KB item limit.
+	DefaultMaxRowBytes = 400 * 1024
+	// minRowBytes keeps a misconfigured limit from rejecting every row.
+	minRowBytes = 256
+	// busyTimeout is how long a writer waits for another process's write transaction.
+	busyTimeout = 10 * time.Second
+)
+
+// Driver is a store.Driver over one table of a SQLite file.
+type Driver struct {
+	conn   *sharedConn
+	table  string
+	limits store.Limits
+	closed atomic.Bool
+
+	get, scan, put, del *sql.Stmt
+}
+
+// sharedConn is the process's single connection to one database file.
+type sharedConn struct {
+	path string
+	db   *sql.DB
+	refs int // Drivers using it; guarded by connsMu
+}
+
+var (
+	connsMu sync.Mutex
+	conns   = map[string]*sharedConn{}
+)
+
+const urlForm = "sqlite:///absolute/path/to/file.db"
+
+func open(ctx context.Context, u *store.URL) (store.Driver, error) {
+	if err := u.CheckParams("table", "max_row_bytes"); err != nil {
+		return nil, err
+	}
+	switch {
+	case u.Host == "." || u.Host == "..":
+		return nil, fmt.Errorf("%w: relative paths are not supported; write an absolute path as %s", store.ErrInvalid, urlForm)
+	case u.Host != "":
+		return nil, fmt.Errorf("%w: sqlite URL has host %q; write the path after three slashes, as %s", store.ErrInvalid, u.Host, urlForm)
+	case u.Path == "":
+		return nil, fmt.Errorf("%w: sqlite URL names no file; want %s", store.ErrInvalid, urlForm)
+	}
+	table := DefaultTable
+	if u.Query.Has("table") {
+		table = u.Query.Get("table")
+	}
+	limit := DefaultMaxRowBytes
+	if u.Query.Has("max_row_bytes") {
+		s := u.Query.Get("max_row_bytes")
+		n, err := strconv.Atoi(s)
+		if err != nil || n < minRowBytes {
+			return nil, fmt.Errorf("%w: max_row_bytes=%q must be an integer >= %d", store.ErrInvalid, s, minRowBytes)
+		}
+		limit = n
+	}
+	return newDriver(ctx, u.Path, table, limit)
+}
+
+// New opens (creating if needed) table in the SQLite file at the absolute path, rejecting rows
+// whose encoded size exceeds maxRowBytes.
+func New(path, table string, maxRowBytes int) (*Driver, error) {
+	if maxRowBytes < minRowBytes {
+		return nil, fmt.Errorf("%w: sqlite: maxRowBytes %d must be at least %d", store.ErrInvalid, maxRowBytes, minRowBytes)
+	}
+	return newDriver(context.Background(), path, table, maxRowBytes)
+}
+
+func newDriver(ctx context.Context, path, table string, maxRowBytes int) (*Driver, error) {
+	if !store.ValidIdentifier(table) {
+		return nil, fmt.Errorf("%w: sqlite: table name %q must be letters, digits and underscores, starting with a letter or underscore, at most 63 characters", store.ErrInvalid, table)
+	}
+	path, err := checkPath(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := acquire(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{conn: c, table: table, limits: store.Limits{MaxRowBytes: maxRowBytes}}
+	if err := d.init(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sqlite: table %s in %s: %w", table, path, err)
+	}
+	return d, nil
+}
+
+// checkPath validates and cleans the database path. It does not create directories: a missing
+// directory is usually a typo or an unmounted volume, and a fresh empty database there would
+// hide it.
+func checkPath(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("%w: sqlite: database path %q is not absolute; want %s", store.ErrInvalid, path, urlForm)
+	}
+	if strings.HasSuffix(path, "/") {
+		return "", fmt.Errorf("%w: sqlite: database path %q names a directory, not a file", store.ErrInvalid, path)
+	}
+	path = filepath.Clean(path)
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("sqlite: directory %s for database %s does not exist; create it first: %w", dir, filepath.Base(path), fs.ErrNotExist)
+	case err != nil:
+		return "", fmt.Errorf("sqlite: directory %s: %w: %w", dir, store.ErrUnavailable, err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("%w: sqlite: %s is not a directory", store.ErrInvalid, dir)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("%w: sqlite: database path %s is a directory, not a file", store.ErrInvalid, path)
+	}
+	return path, nil
+}
+
+// acquire returns the process's connection to path, opening it on first use.
+func acquire(ctx context.Context, path string) (*sharedConn, error) {
+	connsMu.Lock()
+	defer connsMu.Unlock()
+	if c := conns[path]; c != nil {
+		c.refs++
+		return c, nil
+	}
+	// The file: URI form keeps '?', '#' and '%' in the path from being read as syntax.
+	dsn := (&url.URL{Scheme: "file", Path: path}).String() + "?" + url.Values{
+		"_txlock":       {"immediate"},
+		"_busy_timeout": {strconv.FormatInt(busyTimeout.Milliseconds(), 10)},
+		"_journal_mode": {"WAL"},
+		// In WAL mode a NORMAL commit survives a process crash; an OS crash or power loss can
+		// lose the latest commits but never corrupts the file.
+		"_synchronous": {"NORMAL"},
+	}.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// One connection per process and file: the process's operations queue in database/sql
+	// instead of contending for SQLite's file locks.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, mapErr(ctx, err))
+	}
+	c := &sharedConn{path: path, db: db, refs: 1}
+	conns[path] = c
+	return c, nil
+}
+
+func (c *sharedConn) release() error {
+	connsMu.Lock()
+	defer connsMu.Unlock()
+	if c.refs--; c.refs > 0 {
+		return nil
+	}
+	delete(conns, c.path)
+	return c.db.Close()
+}
+
+func (d *Driver) init(ctx context.Context) error {
+	t := `"` + d.table + `"` // quoted so names like "order" work; ValidIdentifier excludes quotes
+	if _, err := d.conn.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+t+
+		` (pk TEXT NOT NULL, sk TEXT NOT NULL, attrs BLOB NOT NULL, PRIMARY KEY (pk, sk)) WITHOUT ROWID`); err != nil {
+		return mapErr(ctx, err)
+	}
+	for _, s := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&d.get, `SELECT attrs FROM ` + t + ` WHERE pk = ? AND sk = ?`},
+		{&d.scan, `SELECT sk, attrs FROM ` + t + ` WHERE pk = ? ORDER BY sk`},
+		{&d.put, `INSERT INTO ` + t + ` (pk, sk, attrs) VALUES (?, ?, ?) ON CONFLICT (pk, sk) DO UPDATE SET attrs = excluded.attrs`},
+		{&d.del, `DELETE FROM ` + t + ` WHERE pk = ? AND sk = ?`},
+	} {
+		stmt, err := d.conn.db.PrepareContext(ctx, s.sql)
+		if err != nil {
+			return fmt.Errorf("%w (an existing table of this name needs columns pk, sk, attrs)", mapErr(ctx, err))
+		}
+		*s.stmt = stmt
+	}
+	return nil
+}
+
+// Get implements store.Driver.
+func (d *Driver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
+	if d.closed.Load() {
+		return nil, false, store.ErrClosed
+	}
+	a, found, err := d.read(ctx, d.get, key)
+	return a, found, d.wrap(ctx, err)
+}
+
+func (d *Driver) read(ctx context.Context, get *sql.Stmt, key store.Key) (store.Attrs, bool, error) {
+	var blob []byte
+	switch err := get.QueryRowContext(ctx, key.Partition, key.Sort).Scan(&blob); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	a, err := store.DecodeAttrs(blob)
+	if err != nil {
+		return nil, false, fmt.Errorf("row %s: %w", key, err)
+	}
+	return a, true, nil
+}
+
+// Update implements store.Driver.
+func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	if d.closed.Load() {
+		return store.UpdateResult{}, store.ErrClosed
+	}
+	// Validate here too: encoding an unvalidated value would panic mid-transaction.
+	if err := upd.Validate(); err != nil {
+		return store.UpdateResult{}, err
+	}
+	r, err := d.update(ctx, key, cond, upd)
+	return r, d.wrap(ctx, err)
+}
+
+func (d *Driver) update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	tx, err := d.conn.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE, via _txlock
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	defer tx.Rollback()
+	cur, exists, err := d.read(ctx, tx.StmtContext(ctx, d.get), key)
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	if !cond.Eval(cur, exists) {
+		return store.UpdateResult{Attrs: cur}, nil
+	}
+	next, err := upd.Apply(cur)
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	blob := store.EncodeAttrs(next)
+	if n := len(key.Partition) + len(key.Sort) + len(blob); n > d.limits.MaxRowBytes {
+		return store.UpdateResult{}, fmt.Errorf("%w: %d bytes > %d", store.ErrTooLarge, n, d.limits.MaxRowBytes)
+	}
+	if _, err := tx.StmtContext(ctx, d.put).ExecContext(ctx, key.Partition, key.Sort, blob); err != nil {
+		return store.UpdateResult{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return store.UpdateResult{}, err
+	}
+	return store.UpdateResult{Applied: true, Attrs: next}, nil
+}
+
+// Scan implements store.Driver.
+func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+	if d.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := d.scanRows(ctx, partition, opts)
+	return rows, d.wrap(ctx, err)
+}
+
+func (d *Driver) scanRows(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+	rs, err := d.scan.QueryContext(ctx, partition)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := []store.Row{}
+	for rs.Next() {
+		var sk string
+		var blob sql.RawBytes // decoding copies, so the driver's buffer can be borrowed
+		if err := rs.Scan(&sk, &blob); err != nil {
+			return nil, err
+		}
+		key := store.Key{Partition: partition, Sort: sk}
+		a, err := store.DecodeAttrs(blob)
+		if err != nil {
+			return nil, fmt.Errorf("row %s: %w", key, err)
+		}
+		if opts.Projection != nil {
+			a = a.Project(opts.Projection)
+		}
+		out = append(out, store.Row{Key: key, Attrs: a})
+	}
+	return out, rs.Err()
+}
+
+// Delete implements store.Driver.
+func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
+	if d.closed.Load() {
+		return false, store.ErrClosed
+	}
+	deleted, err := d.delete(ctx, key, cond)
+	return deleted, d.wrap(ctx, err)
+}
+
+func (d *Driver) delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
+	if cond.Op == store.OpTrue {
+		// Nothing to evaluate, so one statement is atomic on its own.
+		res, err := d.del.ExecContext(ctx, key.Partition, key.Sort)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n > 0, err
+	}
+	tx, err := d.conn.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	cur, exists, err := d.read(ctx, tx.StmtContext(ctx, d.get), key)
+	if err != nil || !exists || !cond.Eval(cur, exists) {
+		return false, err
+	}
+	if _, err := tx.StmtContext(ctx, d.del).ExecContext(ctx, key.Partition, key.Sort); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
+}
+
+// Limits implements store.Driver.
+func (d *Driver) Limits() store.Limits { return d.limits }
+
+// Close implements store.Driver. The file stays open while other Drivers in the process use it.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, s := range []*sql.Stmt{d.get, d.scan, d.put, d.del} {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	errs = append(errs, d.conn.release())
+	return errors.Join(errs...)
+}
+
+func (d *Driver) wrap(ctx context.Context, err error) error {
+	if err != nil && d.closed.Load() {
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
+	}
+	return mapErr(ctx, err)
+}
+
+// mapErr maps SQLite's transient and I/O failures onto store.ErrUnavailable and its size limit
+// onto store.ErrTooLarge, keeping the original error in the chain.
+func mapErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%w: %w", ctxErr, err) // SQLite reports a cancelled call as "interrupted"
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN,
+		sqlite3.SQLITE_FULL, sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	case sqlite3.SQLITE_TOOBIG:
+		return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+	}
+	return err
+}

@@ -1,0 +1,138 @@
+// Package store is ssfkit's portable view of a strongly consistent key-value table.
+//
+// Beldi needs exactly four things of a store, and the Driver interface is exactly that small:
+// a strongly consistent read of one row, an atomic conditional update of one row (the
+// atomicity scope), a scan of one partition with projection, and a conditional delete.
+// Conditions and updates are portable ASTs (Cond, Update). A driver either pushes them down
+// natively (DynamoDB condition expressions, SQL WHERE) or evaluates them itself with Eval and
+// Apply under a compare-and-swap on a version or ETag.
+//
+// Drivers register a URL scheme with Register; applications open tables with Open, so moving an
+// application between backends is a configuration change.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Key identifies one row: rows sharing a Partition can be scanned together, ordered by Sort.
+type Key struct {
+	Partition string
+	Sort      string
+}
+
+func (k Key) String() string { return fmt.Sprintf("(%q, %q)", k.Partition, k.Sort) }
+
+// Attrs are a row's attributes. Values are int64, string, []byte, bool, or a one-level
+// map[string]any of those scalars; ValidateAttrs enforces this so every backend can store them.
+type Attrs map[string]any
+
+// Row is a row returned by Scan.
+type Row struct {
+	Key   Key
+	Attrs Attrs
+}
+
+// ScanOptions shape a partition scan.
+type ScanOptions struct {
+	// Projection limits the returned attributes; nil returns all of them. A path naming a map
+	// entry (Attr("m").Entry("k")) returns the map with only that entry, if present.
+	Projection []Path
+}
+
+// UpdateResult reports a conditional update's outcome.
+type UpdateResult struct {
+	// Applied is true when the condition held and the update took effect.
+	Applied bool
+	// Attrs is the row after the update when Applied, or the row as it was when the condition
+	// failed (nil if the row did not exist). Drivers that cannot return it atomically re-read.
+	Attrs Attrs
+}
+
+// Limits are a driver's size limits; the runtime checks values against them before writing.
+type Limits struct {
+	// MaxRowBytes is the largest encoded row (keys plus attributes) the backend accepts.
+	MaxRowBytes int
+}
+
+// Driver is the interface a backend implements. All methods must be safe for concurrent use and
+// strongly consistent: a call observes every call that completed before it started.
+type Driver interface {
+	// Get returns the row's attributes, or found=false if the row does not exist.
+	Get(ctx context.Context, key Key) (attrs Attrs, found bool, err error)
+	// Update atomically applies upd if cond holds on the row's current state, creating the row if
+	// it does not exist (a missing row is evaluated as having no attributes).
+	Update(ctx context.Context, key Key, cond Cond, upd Update) (UpdateResult, error)
+	// Scan returns every row of one partition ordered by sort key. Each row is read atomically;
+	// the scan as a whole is not a snapshot.
+	Scan(ctx context.Context, partition string, opts ScanOptions) ([]Row, error)
+	// Delete removes the row if cond holds; deleting a missing row whose condition holds is not
+	// an error. It reports whether a row was removed.
+	Delete(ctx context.Context, key Key, cond Cond) (deleted bool, err error)
+	// Limits reports the backend's size limits.
+	Limits() Limits
+	// Close releases the driver's resources.
+	Close() error
+}
+
+// Errors every driver maps its native errors onto, so callers can test with errors.Is.
+var (
+	// ErrTooLarge: the row would exceed the backend's size limit. Nothing was written.
+	ErrTooLarge = errors.New("row exceeds the store's size limit")
+	// ErrInvalid: a key, attribute or condition the store cannot represent.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrUnavailable: the backend could not be reached; the operation may or may not have applied.
+	ErrUnavailable = errors.New("store unavailable")
+	// ErrClosed: the table was used after Close.
+	ErrClosed = errors.New("store is closed")
+)
+
+// Opener opens a driver from a parsed URL.
+type Opener func(ctx context.Context, u *URL) (Driver, error)
+
+var openers = map[string]Opener{}
+
+// Register makes a driver available under a URL scheme. It panics on a duplicate, like
+// database/sql.Register, because two drivers claiming one scheme is a programming error.
+func Register(scheme string, open Opener) {
+	if _, dup := openers[scheme]; dup {
+		panic("store: Register called twice for scheme " + scheme)
+	}
+	openers[scheme] = open
+}
+
+// Schemes lists the registered URL schemes.
+func Schemes() []string {
+	out := make([]string, 0, len(openers))
+	for s := range openers {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open opens the table named by rawURL with the driver registered for its scheme.
+func Open(ctx context.Context, rawURL string) (*Table, error) {
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	open, ok := openers[u.Scheme]
+	if !ok {
+		known := Schemes()
+		hint := "no drivers are linked in; import one, e.g. _ \"github.com/ssfkit/ssfkit/adapters/store/sqlitestore\""
+		if len(known) > 0 {
+			hint = "known schemes: " + strings.Join(known, ", ")
+		}
+		return nil, fmt.Errorf("store: unknown URL scheme %q in %q (%s)", u.Scheme, u.Redacted(), hint)
+	}
+	d, err := open(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
+	}
+	return NewTable(d, u.Redacted()), nil
+}

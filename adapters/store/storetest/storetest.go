@@ -1,0 +1,911 @@
+// Package storetest is the conformance suite every store.Driver must pass, in the style of the
+// Go CDK's drivertest packages. A driver's test wires it up with a harness that returns a fresh,
+// empty driver:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.RunConformanceTests(t, func(t *testing.T) store.Driver { return mydriver.New(...) })
+//	}
+//
+// The suite uses only the public store API (the Driver interface, conditions, updates and the
+// sentinel errors), so every backend runs it unchanged. It pins down the contract Beldi relies
+// on: conditional updates that evaluate and apply atomically and report the row they saw,
+// exact value types, partition scans ordered by sort key, and size limits that write nothing.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// RunConformanceTests runs the suite. newHarness must return a fresh, empty driver on each call;
+// the suite closes it when the subtest ends.
+func RunConformanceTests(t *testing.T, newHarness func(t *testing.T) store.Driver) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, store.Driver)
+	}{
+		{"GetMissing", testGetMissing},
+		{"UpdateCreatesRow", testUpdateCreatesRow},
+		{"CreateIfAbsent", testCreateIfAbsent},
+		{"FailedConditionChangesNothing", testFailedCondition},
+		{"AppliedReturnsNewAttrs", testAppliedReturnsNewAttrs},
+		{"Conditions", testConditions},
+		{"ConditionsOnMissingRow", testConditionsOnMissingRow},
+		{"Mutations", testMutations},
+		{"FailedMutationChangesNothing", testFailedMutation},
+		{"ValueTypesRoundTrip", testValueTypes},
+		{"ScanOrder", testScanOrder},
+		{"ScanPartitionIsolation", testScanIsolation},
+		{"ScanProjection", testScanProjection},
+		{"ScanEmptyPartition", testScanEmpty},
+		{"Delete", testDelete},
+		{"TooLarge", testTooLarge},
+		{"ConcurrentCAS", testConcurrentCAS},
+		{"ConcurrentAdd", testConcurrentAdd},
+		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newHarness(t)
+			t.Cleanup(func() {
+				if err := d.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tc.fn(t, d)
+		})
+	}
+}
+
+// h wraps a driver with helpers that fail the test on unexpected errors.
+type h struct {
+	t *testing.T
+	d store.Driver
+}
+
+func (h h) get(key store.Key) (store.Attrs, bool) {
+	h.t.Helper()
+	a, found, err := h.d.Get(h.t.Context(), key)
+	if err != nil {
+		h.t.Fatalf("Get%s: %v", key, err)
+	}
+	return a, found
+}
+
+// mustGet returns a row that must exist.
+func (h h) mustGet(key store.Key) store.Attrs {
+	h.t.Helper()
+	a, found := h.get(key)
+	if !found {
+		h.t.Fatalf("Get%s: row not found", key)
+	}
+	return a
+}
+
+func (h h) update(key store.Key, cond store.Cond, muts ...store.Mutation) store.UpdateResult {
+	h.t.Helper()
+	r, err := h.d.Update(h.t.Context(), key, cond, muts)
+	if err != nil {
+		h.t.Fatalf("Update%s if %s: %v", key, cond, err)
+	}
+	return r
+}
+
+// put creates a row holding attrs.
+func (h h) put(key store.Key, attrs store.Attrs) {
+	h.t.Helper()
+	if r := h.update(key, store.RowAbsent(), sets(attrs)...); !r.Applied {
+		h.t.Fatalf("creating row %s: it already exists as %s", key, show(r.Attrs))
+	}
+}
+
+func (h h) scan(partition string, projection ...store.Path) []store.Row {
+	h.t.Helper()
+	rows, err := h.d.Scan(h.t.Context(), partition, store.ScanOptions{Projection: projection})
+	if err != nil {
+		h.t.Fatalf("Scan(%q): %v", partition, err)
+	}
+	return rows
+}
+
+func (h h) delete(key store.Key, cond store.Cond) bool {
+	h.t.Helper()
+	ok, err := h.d.Delete(h.t.Context(), key, cond)
+	if err != nil {
+		h.t.Fatalf("Delete%s if %s: %v", key, cond, err)
+	}
+	return ok
+}
+
+// expectRow fails unless the row holds exactly want (nil: the row must not exist).
+func (h h) expectRow(key store.Key, want store.Attrs) {
+	h.t.Helper()
+	got, found := h.get(key)
+	switch {
+	case want == nil && found:
+		h.t.Errorf("Get%s = %v, want no row", key, got)
+	case want != nil && !found:
+		h.t.Errorf("Get%s: no row, want %v", key, want)
+	case want != nil && !equalAttrs(got, want):
+		h.t.Errorf("Get%s = %s\nwant %s", key, show(got), show(want))
+	}
+}
+
+func sets(a store.Attrs) store.Update {
+	var u store.Update
+	for _, k := range sortedKeys(a) {
+		u = append(u, store.SetAttr(store.Attr(k), a[k]))
+	}
+	return u
+}
+
+func key(sort string) store.Key { return store.Key{Partition: "p", Sort: sort} }
+
+func testGetMissing(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	a, found := h.get(key("missing"))
+	if found || a != nil {
+		t.Errorf("Get of a missing row = %v, %v; want nil, false", a, found)
+	}
+}
+
+func testUpdateCreatesRow(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	r := h.update(key("a"), store.Always(), store.SetAttr(store.Attr("x"), int64(1)))
+	if !r.Applied || !equalAttrs(r.Attrs, store.Attrs{"x": int64(1)}) {
+		t.Errorf("Update if true on a missing row = %+v, want applied with x=1", r)
+	}
+	h.expectRow(key("a"), store.Attrs{"x": int64(1)})
+
+	r = h.update(key("b"), store.NotExists(store.Attr("x")), store.AddInt(store.Attr("n"), 5))
+	if !r.Applied {
+		t.Errorf("Update if not_exists(x) on a missing row was not applied")
+	}
+	h.expectRow(key("b"), store.Attrs{"n": int64(5)})
+
+	r = h.update(key("c"), store.RowExists(), store.SetAttr(store.Attr("x"), int64(1)))
+	if r.Applied || r.Attrs != nil {
+		t.Errorf("Update if row_exists() on a missing row = %+v, want not applied and nil Attrs", r)
+	}
+	h.expectRow(key("c"), nil)
+}
+
+func testCreateIfAbsent(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	r := h.update(key("a"), store.RowAbsent(), store.SetAttr(store.Attr("owner"), "first"))
+	if !r.Applied {
+		t.Fatalf("first create-if-absent was not applied: %+v", r)
+	}
+	r = h.update(key("a"), store.RowAbsent(), store.SetAttr(store.Attr("owner"), "second"), store.SetAttr(store.Attr("extra"), true))
+	if r.Applied {
+		t.Fatal("second create-if-absent was applied")
+	}
+	if !equalAttrs(r.Attrs, store.Attrs{"owner": "first"}) {
+		t.Errorf("failed create-if-absent returned %s, want the existing row owner=\"first\"", show(r.Attrs))
+	}
+	h.expectRow(key("a"), store.Attrs{"owner": "first"})
+}
+
+func testFailedCondition(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	row := store.Attrs{"n": int64(3), "s": "v", "m": map[string]any{"k": int64(1)}}
+	h.put(key("a"), row)
+	r := h.update(key("a"), store.Equal(store.Attr("n"), int64(4)),
+		store.SetAttr(store.Attr("n"), int64(5)), store.RemoveAttr(store.Attr("s")), store.AddInt(store.Attr("m").Entry("k"), 1))
+	if r.Applied {
+		t.Fatal("update whose condition fails was applied")
+	}
+	if !equalAttrs(r.Attrs, row) {
+		t.Errorf("failed update returned %s, want the current row %s", show(r.Attrs), show(row))
+	}
+	h.expectRow(key("a"), row)
+}
+
+func testAppliedReturnsNewAttrs(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	h.put(key("a"), store.Attrs{"n": int64(1), "gone": "x", "keep": "k"})
+	r := h.update(key("a"), store.Equal(store.Attr("n"), int64(1)),
+		store.AddInt(store.Attr("n"), 1), store.RemoveAttr(store.Attr("gone")), store.SetAttr(store.Attr("m").Entry("e"), "v"))
+	want := store.Attrs{"n": int64(2), "keep": "k", "m": map[string]any{"e": "v"}}
+	if !r.Applied || !equalAttrs(r.Attrs, want) {
+		t.Errorf("applied update returned %+v, want applied with %s", r, show(want))
+	}
+	h.expectRow(key("a"), want)
+}
+
+// condRow holds one value of every type, so conditions can be checked against each.
+var condRow = store.Attrs{
+	"i":     int64(5),
+	"neg":   int64(-3),
+	"max":   int64(math.MaxInt64),
+	"min":   int64(math.MinInt64),
+	"s":     "abc",
+	"empty": "",
+	"b":     []byte{1, 2},
+	"t":     true,
+	"f":     false,
+	"m":     map[string]any{"k": int64(1), "s": "x", "b": []byte{9}, "t": true},
+}
+
+func testConditions(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	k := key("row")
+	h.put(k, condRow)
+	var (
+		attr           = store.Attr
+		entry          = func(m, e string) store.Path { return store.Attr(m).Entry(e) }
+		cmp            = store.Compare
+		T, F           = store.Always(), store.Never()
+		eq             = store.Equal
+		and, or, not   = store.And, store.Or, store.Not
+		exists, absent = store.Exists, store.NotExists
+	)
+	tests := []struct {
+		c    store.Cond
+		want bool
+	}{
+		{T, true},
+		{F, false},
+		{store.RowExists(), true},
+		{store.RowAbsent(), false},
+		{and(T, T), true},
+		{and(T, F), false},
+		{and(F, T), false},
+		{and(T, T, F), false},
+		{or(F, F), false},
+		{or(F, T), true},
+		{or(F, F, T), true},
+		{not(T), false},
+		{not(F), true},
+		{not(not(T)), true},
+		{and(or(F, T), not(F)), true},
+		{or(and(T, F), not(T)), false},
+
+		{exists(attr("i")), true},
+		{exists(attr("empty")), true},
+		{exists(attr("f")), true},
+		{exists(attr("zz")), false},
+		{exists(entry("m", "k")), true},
+		{exists(entry("m", "zz")), false},
+		{exists(entry("zz", "k")), false},
+		{exists(entry("i", "k")), false},
+		{absent(attr("zz")), true},
+		{absent(attr("i")), false},
+		{absent(entry("m", "zz")), true},
+		{absent(entry("m", "k")), false},
+
+		{eq(attr("i"), int64(5)), true},
+		{eq(attr("i"), int64(6)), false},
+		{cmp(attr("i"), store.Ne, int64(6)), true},
+		{cmp(attr("i"), store.Ne, int64(5)), false},
+		{cmp(attr("i"), store.Lt, int64(6)), true},
+		{cmp(attr("i"), store.Lt, int64(5)), false},
+		{cmp(attr("i"), store.Le, int64(5)), true},
+		{cmp(attr("i"), store.Le, int64(4)), false},
+		{cmp(attr("i"), store.Gt, int64(4)), true},
+		{cmp(attr("i"), store.Gt, int64(5)), false},
+		{cmp(attr("i"), store.Ge, int64(5)), true},
+		{cmp(attr("i"), store.Ge, int64(6)), false},
+		{cmp(attr("neg"), store.Lt, int64(0)), true},
+		{cmp(attr("neg"), store.Gt, int64(-4)), true},
+		{eq(attr("max"), int64(math.MaxInt64)), true},
+		{cmp(attr("max"), store.Gt, int64(math.MaxInt64-1)), true},
+		{eq(attr("min"), int64(math.MinInt64)), true},
+		{cmp(attr("min"), store.Lt, int64(math.MinInt64+1)), true},
+
+		{eq(attr("s"), "abc"), true},
+		{eq(attr("s"), "ABC"), false},
+		{cmp(attr("s"), store.Ne, "abd"), true},
+		{cmp(attr("s"), store.Lt, "abd"), true},
+		{cmp(attr("s"), store.Lt, "ab"), false},
+		{cmp(attr("s"), store.Gt, "ab"), true},
+		{cmp(attr("s"), store.Ge, "abc"), true},
+		{cmp(attr("s"), store.Le, "abc"), true},
+		{eq(attr("empty"), ""), true},
+		{cmp(attr("empty"), store.Lt, "a"), true},
+
+		{eq(attr("b"), []byte{1, 2}), true},
+		{eq(attr("b"), []byte{1}), false},
+		{cmp(attr("b"), store.Ne, []byte{1, 3}), true},
+		{cmp(attr("b"), store.Lt, []byte{1, 3}), true},
+		{cmp(attr("b"), store.Gt, []byte{1}), true},
+		{cmp(attr("b"), store.Ge, []byte{1, 2}), true},
+		{cmp(attr("b"), store.Le, []byte{1, 1, 9}), false},
+
+		{eq(attr("t"), true), true},
+		{eq(attr("t"), false), false},
+		{cmp(attr("t"), store.Ne, false), true},
+		{eq(attr("f"), false), true},
+		{cmp(attr("f"), store.Ne, false), false},
+
+		{eq(entry("m", "k"), int64(1)), true},
+		{cmp(entry("m", "k"), store.Gt, int64(0)), true},
+		{cmp(entry("m", "k"), store.Lt, int64(1)), false},
+		{eq(entry("m", "s"), "x"), true},
+		{cmp(entry("m", "s"), store.Gt, "w"), true},
+		{eq(entry("m", "b"), []byte{9}), true},
+		{eq(entry("m", "t"), true), true},
+
+		// A comparison with a missing path is false, whatever the operator.
+		{eq(attr("zz"), int64(0)), false},
+		{cmp(attr("zz"), store.Ne, int64(0)), false},
+		{cmp(attr("zz"), store.Lt, int64(1)), false},
+		{eq(entry("m", "zz"), int64(1)), false},
+		{cmp(entry("m", "zz"), store.Ne, int64(1)), false},
+		{cmp(entry("zz", "k"), store.Ne, int64(1)), false},
+		{not(eq(attr("zz"), int64(0))), true},
+
+		// So is a comparison between different types, even !=.
+		{eq(attr("i"), "5"), false},
+		{cmp(attr("i"), store.Ne, "5"), false},
+		{cmp(attr("s"), store.Gt, int64(0)), false},
+		{eq(attr("b"), "\x01\x02"), false},
+		{cmp(attr("b"), store.Ne, "x"), false},
+		{eq(attr("s"), []byte("abc")), false},
+		{eq(attr("t"), int64(1)), false},
+		{cmp(attr("t"), store.Ne, int64(0)), false},
+		{eq(attr("i"), true), false},
+		{eq(entry("m", "k"), "1"), false},
+		{eq(attr("m"), "x"), false},
+	}
+	for i, tt := range tests {
+		r, err := d.Update(t.Context(), k, tt.c, store.Update{store.SetAttr(store.Attr("probe"), int64(i))})
+		if err != nil {
+			t.Errorf("Update if %s: %v", tt.c, err)
+			continue
+		}
+		if r.Applied != tt.want {
+			t.Errorf("Update if %s: Applied = %v, want %v", tt.c, r.Applied, tt.want)
+		}
+	}
+	// Deletes evaluate the same conditions.
+	h.put(key("del"), condRow)
+	if h.delete(key("del"), cmp(attr("i"), store.Ne, "5")) {
+		t.Error("Delete if i != \"5\" (type mismatch) deleted the row")
+	}
+	if !h.delete(key("del"), and(eq(entry("m", "s"), "x"), absent(attr("zz")))) {
+		t.Error("Delete if m.s == \"x\" and not_exists(zz) did not delete the row")
+	}
+}
+
+func testConditionsOnMissingRow(t *testing.T, d store.Driver) {
+	tests := []struct {
+		c    store.Cond
+		want bool
+	}{
+		{store.Always(), true},
+		{store.Never(), false},
+		{store.RowExists(), false},
+		{store.RowAbsent(), true},
+		{store.Exists(store.Attr("x")), false},
+		{store.NotExists(store.Attr("x")), true},
+		{store.NotExists(store.Attr("m").Entry("k")), true},
+		{store.Equal(store.Attr("x"), int64(0)), false},
+		{store.Compare(store.Attr("x"), store.Ne, int64(0)), false},
+		{store.Compare(store.Attr("x"), store.Lt, "z"), false},
+		{store.Not(store.Equal(store.Attr("x"), int64(0))), true},
+		{store.Or(store.RowExists(), store.NotExists(store.Attr("x"))), true},
+	}
+	h := h{t, d}
+	for i, tt := range tests {
+		k := key(fmt.Sprintf("missing%02d", i))
+		r := h.update(k, tt.c, store.SetAttr(store.Attr("created"), true))
+		if r.Applied != tt.want {
+			t.Errorf("Update of a missing row if %s: Applied = %v, want %v", tt.c, r.Applied, tt.want)
+		}
+		if !r.Applied && r.Attrs != nil {
+			t.Errorf("Update of a missing row if %s: not applied but returned Attrs %v, want nil", tt.c, r.Attrs)
+		}
+		want := store.Attrs(nil)
+		if tt.want {
+			want = store.Attrs{"created": true}
+		}
+		h.expectRow(k, want)
+	}
+}
+
+func testMutations(t *testing.T, d store.Driver) {
+	base := store.Attrs{"i": int64(10), "s": "x", "m": map[string]any{"a": int64(1), "b": "y"}}
+	attr := store.Attr
+	entry := func(m, e string) store.Path { return store.Attr(m).Entry(e) }
+	tests := []struct {
+		name string
+		upd  store.Update
+		want store.Attrs
+	}{
+		{"SetTopLevel", store.Update{store.SetAttr(attr("new"), []byte("v"))},
+			store.Attrs{"i": int64(10), "s": "x", "m": base["m"], "new": []byte("v")}},
+		{"SetOverwritesOtherType", store.Update{store.SetAttr(attr("i"), "ten")},
+			store.Attrs{"i": "ten", "s": "x", "m": base["m"]}},
+		{"SetWholeMap", store.Update{store.SetAttr(attr("m"), map[string]any{"z": false})},
+			store.Attrs{"i": int64(10), "s": "x", "m": map[string]any{"z": false}}},
+		{"SetMapEntry", store.Update{store.SetAttr(entry("m", "a"), int64(7)), store.SetAttr(entry("m", "c"), true)},
+			store.Attrs{"i": int64(10), "s": "x", "m": map[string]any{"a": int64(7), "b": "y", "c": true}}},
+		{"SetEntryCreatesMap", store.Update{store.SetAttr(entry("n", "k"), "v")},
+			store.Attrs{"i": int64(10), "s": "x", "m": base["m"], "n": map[string]any{"k": "v"}}},
+		{"RemoveAttr", store.Update{store.RemoveAttr(attr("s"))},
+			store.Attrs{"i": int64(10), "m": base["m"]}},
+		{"RemoveMap", store.Update{store.RemoveAttr(attr("m"))},
+			store.Attrs{"i": int64(10), "s": "x"}},
+		{"RemoveEntry", store.Update{store.RemoveAttr(entry("m", "a"))},
+			store.Attrs{"i": int64(10), "s": "x", "m": map[string]any{"b": "y"}}},
+		{"RemoveMissing", store.Update{store.RemoveAttr(attr("zz")), store.RemoveAttr(entry("m", "zz")), store.RemoveAttr(entry("zz", "k"))},
+			base},
+		{"AddToMissing", store.Update{store.AddInt(attr("c"), -2)},
+			store.Attrs{"i": int64(10), "s": "x", "m": base["m"], "c": int64(-2)}},
+		{"AddToExisting", store.Update{store.AddInt(attr("i"), 5)},
+			store.Attrs{"i": int64(15), "s": "x", "m": base["m"]}},
+		{"AddNegative", store.Update{store.AddInt(attr("i"), -15)},
+			store.Attrs{"i": int64(-5), "s": "x", "m": base["m"]}},
+		{"AddToEntry", store.Update{store.AddInt(entry("m", "a"), 2), store.AddInt(entry("m", "new"), 3)},
+			store.Attrs{"i": int64(10), "s": "x", "m": map[string]any{"a": int64(3), "b": "y", "new": int64(3)}}},
+		{"AppliedInOrder", store.Update{store.SetAttr(attr("c"), int64(1)), store.AddInt(attr("c"), 2), store.RemoveAttr(attr("s")), store.SetAttr(attr("s"), "again")},
+			store.Attrs{"i": int64(10), "s": "again", "m": base["m"], "c": int64(3)}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := h{t, d}
+			k := key(fmt.Sprintf("mut%02d", i))
+			h.put(k, base)
+			r := h.update(k, store.RowExists(), tt.upd...)
+			if !r.Applied || !equalAttrs(r.Attrs, tt.want) {
+				t.Errorf("Update(%v) = %+v, want applied with %s", tt.upd, r, show(tt.want))
+			}
+			h.expectRow(k, tt.want)
+		})
+	}
+}
+
+func testFailedMutation(t *testing.T, d store.Driver) {
+	row := store.Attrs{"s": "x", "b": []byte{1}, "m": map[string]any{"e": "y"}, "n": int64(1)}
+	for i, upd := range []store.Update{
+		{store.AddInt(store.Attr("s"), 1)},
+		{store.AddInt(store.Attr("b"), 1)},
+		{store.AddInt(store.Attr("m"), 1)},
+		{store.AddInt(store.Attr("m").Entry("e"), 1)},
+		{store.SetAttr(store.Attr("s").Entry("k"), int64(1))},
+		// Earlier mutations in a failing update must not take effect either.
+		{store.AddInt(store.Attr("n"), 1), store.SetAttr(store.Attr("new"), true), store.AddInt(store.Attr("s"), 1)},
+	} {
+		h := h{t, d}
+		k := key(fmt.Sprintf("bad%02d", i))
+		h.put(k, row)
+		r, err := d.Update(t.Context(), k, store.Always(), upd)
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Update(%v) = %+v, %v; want an error wrapping store.ErrInvalid", upd, r, err)
+		}
+		h.expectRow(k, row)
+	}
+}
+
+func testValueTypes(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	binary := make([]byte, 256)
+	for i := range binary {
+		binary[i] = byte(i)
+	}
+	row := store.Attrs{
+		"zero":    int64(0),
+		"one":     int64(1),
+		"neg":     int64(-1),
+		"max":     int64(math.MaxInt64),
+		"min":     int64(math.MinInt64),
+		"beyond":  int64(1<<53 + 1), // not representable as float64
+		"str":     "hello, 世界",
+		"nul":     "a\x00b",
+		"empty":   "",
+		"bytes":   binary,
+		"nobytes": []byte{},
+		"true":    true,
+		"false":   false,
+		"map": map[string]any{
+			"i": int64(math.MinInt64), "s": "", "b": []byte{0, 255}, "e": []byte{}, "t": true, "f": false, "text": "1",
+		},
+		"emptymap": map[string]any{},
+		"digits":   "123", // a string that looks like a number stays a string
+	}
+	h.put(key("types"), row)
+	h.expectRow(key("types"), row)
+	rows := h.scan("p")
+	if len(rows) != 1 || !equalAttrs(rows[0].Attrs, row) {
+		t.Errorf("Scan returned %v, want one row %s", rows, show(row))
+	}
+	// A value overwritten by one of another type comes back with the new type.
+	r := h.update(key("types"), store.Always(), store.SetAttr(store.Attr("one"), "1"), store.SetAttr(store.Attr("digits"), int64(123)))
+	if got := r.Attrs["one"]; got != "1" {
+		t.Errorf("after setting one=\"1\" got %#v", got)
+	}
+	if got := h.mustGet(key("types"))["digits"]; got != int64(123) {
+		t.Errorf("after setting digits=123 got %#v", got)
+	}
+	// Returned values must not alias the store.
+	a := h.mustGet(key("types"))
+	a["bytes"].([]byte)[0] = 99
+	a["map"].(map[string]any)["i"] = int64(7)
+	h.update(key("types"), store.Always(), store.SetAttr(store.Attr("one"), int64(1)), store.SetAttr(store.Attr("digits"), "123"))
+	h.expectRow(key("types"), row)
+}
+
+func testScanOrder(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	sorts := []string{"b", "a", "c", "a0", "B", "10", "9", "aa", "a_", "z\u00e9", "z~"}
+	for i, s := range sorts {
+		h.put(store.Key{Partition: "p", Sort: s}, store.Attrs{"i": int64(i)})
+	}
+	want := slices.Clone(sorts)
+	slices.Sort(want) // byte-wise order, which is UTF-8 code point order
+	rows := h.scan("p")
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Key.Sort)
+		if r.Key.Partition != "p" {
+			t.Errorf("Scan(\"p\") returned a row with partition %q", r.Key.Partition)
+		}
+		if i := slices.Index(sorts, r.Key.Sort); i < 0 || !equalAttrs(r.Attrs, store.Attrs{"i": int64(i)}) {
+			t.Errorf("Scan row %q has attrs %v", r.Key.Sort, r.Attrs)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Scan order = %q, want %q", got, want)
+	}
+}
+
+func testScanIsolation(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	for _, p := range []string{"p", "p1", "p10", "q", "P"} {
+		for _, s := range []string{"x", "y"} {
+			h.put(store.Key{Partition: p, Sort: s}, store.Attrs{"p": p})
+		}
+	}
+	h.delete(store.Key{Partition: "p1", Sort: "y"}, store.Always())
+	for p, want := range map[string][]string{"p": {"x", "y"}, "p1": {"x"}, "p10": {"x", "y"}, "P": {"x", "y"}} {
+		rows := h.scan(p)
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Key.Sort)
+			if r.Key.Partition != p || r.Attrs["p"] != p {
+				t.Errorf("Scan(%q) returned row %v %v from another partition", p, r.Key, r.Attrs)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Scan(%q) sort keys = %q, want %q", p, got, want)
+		}
+	}
+}
+
+func testScanProjection(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	full := store.Attrs{"a": int64(1), "b": "two", "m": map[string]any{"k": []byte{3}, "j": true}}
+	h.put(key("1"), full)
+	h.put(key("2"), store.Attrs{"a": int64(2)})
+	attr := store.Attr
+	tests := []struct {
+		name  string
+		paths []store.Path
+		want  []store.Attrs
+	}{
+		{"All", nil, []store.Attrs{full, {"a": int64(2)}}},
+		{"Attribute", []store.Path{attr("b")}, []store.Attrs{{"b": "two"}, {}}},
+		{"Attributes", []store.Path{attr("a"), attr("b"), attr("missing")}, []store.Attrs{{"a": int64(1), "b": "two"}, {"a": int64(2)}}},
+		{"Map", []store.Path{attr("m")}, []store.Attrs{{"m": full["m"]}, {}}},
+		{"MapEntry", []store.Path{attr("m").Entry("k")}, []store.Attrs{{"m": map[string]any{"k": []byte{3}}}, {}}},
+		{"MissingMapEntry", []store.Path{attr("m").Entry("zz")}, []store.Attrs{{}, {}}},
+		{"EntryAndAttribute", []store.Path{attr("m").Entry("j"), attr("a")}, []store.Attrs{{"a": int64(1), "m": map[string]any{"j": true}}, {"a": int64(2)}}},
+	}
+	for _, tt := range tests {
+		rows := h.scan("p", tt.paths...)
+		if len(rows) != len(tt.want) {
+			t.Errorf("%s: Scan returned %d rows, want %d", tt.name, len(rows), len(tt.want))
+			continue
+		}
+		for i, r := range rows {
+			if !equalAttrs(r.Attrs, tt.want[i]) {
+				t.Errorf("%s: Scan with projection %v: row %q = %s, want %s", tt.name, tt.paths, r.Key.Sort, show(r.Attrs), show(tt.want[i]))
+			}
+		}
+	}
+}
+
+func testScanEmpty(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	if rows := h.scan("nothing-here"); len(rows) != 0 {
+		t.Errorf("Scan of an empty partition = %v, want no rows", rows)
+	}
+	h.put(key("a"), store.Attrs{"x": int64(1)})
+	h.delete(key("a"), store.Always())
+	if rows := h.scan("p"); len(rows) != 0 {
+		t.Errorf("Scan of a partition whose only row was deleted = %v, want no rows", rows)
+	}
+}
+
+func testDelete(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	row := store.Attrs{"v": int64(1)}
+	h.put(key("a"), row)
+	if !h.delete(key("a"), store.Always()) {
+		t.Error("unconditional Delete of an existing row reported nothing deleted")
+	}
+	h.expectRow(key("a"), nil)
+
+	h.put(key("b"), row)
+	if h.delete(key("b"), store.Equal(store.Attr("v"), int64(2))) {
+		t.Error("Delete whose condition fails reported a deletion")
+	}
+	h.expectRow(key("b"), row)
+	if !h.delete(key("b"), store.And(store.RowExists(), store.Equal(store.Attr("v"), int64(1)))) {
+		t.Error("Delete whose condition holds reported nothing deleted")
+	}
+	h.expectRow(key("b"), nil)
+
+	for _, c := range []store.Cond{store.Always(), store.RowExists(), store.RowAbsent(), store.NotExists(store.Attr("v"))} {
+		if h.delete(key("missing"), c) {
+			t.Errorf("Delete of a missing row if %s reported a deletion", c)
+		}
+	}
+	h.expectRow(key("missing"), nil)
+
+	// A deleted row can be created again.
+	if r := h.update(key("a"), store.RowAbsent(), store.SetAttr(store.Attr("v"), int64(2))); !r.Applied {
+		t.Error("create-if-absent of a deleted row was not applied")
+	}
+	h.expectRow(key("a"), store.Attrs{"v": int64(2)})
+}
+
+func testTooLarge(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	limit := d.Limits().MaxRowBytes
+	if limit <= 0 {
+		t.Fatalf("Limits().MaxRowBytes = %d, want a positive limit", limit)
+	}
+	if limit > 64<<20 {
+		t.Skipf("MaxRowBytes = %d is too large to exercise in a test", limit)
+	}
+	big := bytes.Repeat([]byte{'x'}, limit)
+	r, err := d.Update(t.Context(), key("new"), store.Always(), store.Update{store.SetAttr(store.Attr("blob"), big)})
+	if !errors.Is(err, store.ErrTooLarge) || r.Applied {
+		t.Errorf("creating a row with a %d-byte value (limit %d) = %+v, %v; want store.ErrTooLarge", len(big), limit, r, err)
+	}
+	h.expectRow(key("new"), nil)
+
+	row := store.Attrs{"small": "s", "n": int64(1)}
+	h.put(key("old"), row)
+	_, err = d.Update(t.Context(), key("old"), store.Always(), store.Update{store.AddInt(store.Attr("n"), 1), store.SetAttr(store.Attr("m").Entry("blob"), big)})
+	if !errors.Is(err, store.ErrTooLarge) {
+		t.Errorf("growing a row past the limit: err = %v, want store.ErrTooLarge", err)
+	}
+	h.expectRow(key("old"), row)
+
+	half := store.Attrs{"blob": big[:limit/2]}
+	h.put(key("half"), half)
+	h.expectRow(key("half"), half)
+}
+
+// casWorkers × casAttempts compare-and-swap increments race on one counter.
+const casWorkers, casAttempts = 8, 50
+
+func testConcurrentCAS(t *testing.T, d store.Driver) {
+	k := key("counter")
+	h := h{t, d}
+	h.put(k, store.Attrs{"n": int64(0)})
+	var succeeded atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, casWorkers)
+	for range casWorkers {
+		wg.Go(func() {
+			a, _, err := d.Get(t.Context(), k)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for range casAttempts {
+				old, ok := a["n"].(int64)
+				if !ok {
+					errs <- fmt.Errorf("counter row has n=%#v", a["n"])
+					return
+				}
+				r, err := d.Update(t.Context(), k, store.Equal(store.Attr("n"), old), store.Update{store.AddInt(store.Attr("n"), 1)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if r.Applied {
+					succeeded.Add(1)
+					if r.Attrs["n"] != old+1 {
+						errs <- fmt.Errorf("applied CAS from %d returned n=%#v", old, r.Attrs["n"])
+						return
+					}
+				} else if r.Attrs["n"] == old {
+					errs <- fmt.Errorf("CAS from n=%d failed but returned the same n", old)
+					return
+				}
+				a = r.Attrs // the row as it is now, whether or not the CAS applied
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got := h.mustGet(k)["n"]
+	if got != succeeded.Load() || succeeded.Load() < casAttempts {
+		t.Errorf("after %d successful CAS increments the counter is %#v", succeeded.Load(), got)
+	}
+}
+
+func testConcurrentAdd(t *testing.T, d store.Driver) {
+	k := key("adder")
+	var wg sync.WaitGroup
+	for range casWorkers {
+		wg.Go(func() {
+			for range casAttempts / 2 {
+				if _, err := d.Update(t.Context(), k, store.Always(), store.Update{store.AddInt(store.Attr("n"), 1), store.AddInt(store.Attr("m").Entry("n"), 2)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want := int64(casWorkers * (casAttempts / 2))
+	h{t, d}.expectRow(k, store.Attrs{"n": want, "m": map[string]any{"n": 2 * want}})
+}
+
+func testConcurrentCreate(t *testing.T, d store.Driver) {
+	k := key("contended")
+	var winners atomic.Int64
+	results := make([]store.UpdateResult, casWorkers)
+	var wg sync.WaitGroup
+	for i := range casWorkers {
+		wg.Go(func() {
+			r, err := d.Update(t.Context(), k, store.RowAbsent(), store.Update{store.SetAttr(store.Attr("owner"), int64(i))})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if r.Applied {
+				winners.Add(1)
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	if winners.Load() != 1 {
+		t.Fatalf("%d concurrent create-if-absent calls succeeded, want exactly 1", winners.Load())
+	}
+	owner := h{t, d}.mustGet(k)["owner"]
+	for i, r := range results {
+		if r.Applied && owner != int64(i) {
+			t.Errorf("winner %d did not write the row: owner = %#v", i, owner)
+		}
+		if !r.Applied && r.Attrs["owner"] != owner {
+			t.Errorf("loser %d saw owner=%#v, want the winner's %#v", i, r.Attrs["owner"], owner)
+		}
+	}
+}
+
+// equalAttrs compares attributes by value and exact type; a nil []byte equals an empty one,
+// since backends need not distinguish them.
+func equalAttrs(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || !equalValue(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalValue(a, b any) bool {
+	switch x := a.(type) {
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && equalAttrs(x, y)
+	case int64, string, bool:
+		return a == b
+	}
+	return false
+}
+
+// show prints attrs with their types, in key order, so failures show type mismatches.
+func show(a map[string]any) string {
+	if a == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range sortedKeys(a) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if m, ok := a[k].(map[string]any); ok {
+			fmt.Fprintf(&b, "%q: %s", k, show(m))
+			continue
+		}
+		fmt.Fprintf(&b, "%q: %T(%#v)", k, a[k], a[k])
+	}
+	return b.String() + "}"
+}
+
+func sortedKeys[M ~map[string]any](m M) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// RunBenchmarks measures a driver's basic operations. newDriver must return a fresh, empty
+// driver; the benchmark closes it.
+func RunBenchmarks(b *testing.B, newDriver func(b *testing.B) store.Driver) {
+	ctx := context.Background()
+	row := store.Attrs{"owner": "bench", "n": int64(0), "payload": bytes.Repeat([]byte{'x'}, 256)}
+	bench := func(name string, setup func(store.Driver), op func(store.Driver, int) error) {
+		b.Run(name, func(b *testing.B) {
+			d := newDriver(b)
+			defer d.Close()
+			setup(d)
+			i := 0
+			for b.Loop() {
+				if err := op(d, i); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+	mustPut := func(d store.Driver, k store.Key) {
+		if _, err := d.Update(ctx, k, store.Always(), sets(row)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bench("Get", func(d store.Driver) { mustPut(d, key("row")) }, func(d store.Driver, _ int) error {
+		_, found, err := d.Get(ctx, key("row"))
+		if err == nil && !found {
+			err = errors.New("benchmark row vanished")
+		}
+		return err
+	})
+	bench("UpdateAdd", func(d store.Driver) { mustPut(d, key("row")) }, func(d store.Driver, _ int) error {
+		_, err := d.Update(ctx, key("row"), store.RowExists(), store.Update{store.AddInt(store.Attr("n"), 1)})
+		return err
+	})
+	bench("UpdateCAS", func(d store.Driver) { mustPut(d, key("row")) }, func(d store.Driver, i int) error {
+		r, err := d.Update(ctx, key("row"), store.Equal(store.Attr("n"), int64(i)), store.Update{store.AddInt(store.Attr("n"), 1)})
+		if err == nil && !r.Applied {
+			err = fmt.Errorf("uncontended CAS from %d failed", i)
+		}
+		return err
+	})
+	bench("CreateIfAbsent", func(store.Driver) {}, func(d store.Driver, i int) error {
+		_, err := d.Update(ctx, key(fmt.Sprintf("new%09d", i)), store.RowAbsent(), sets(row))
+		return err
+	})
+	bench("Scan100", func(d store.Driver) {
+		for i := range 100 {
+			mustPut(d, key(fmt.Sprintf("%03d", i)))
+		}
+	}, func(d store.Driver, _ int) error {
+		rows, err := d.Scan(ctx, "p", store.ScanOptions{Projection: []store.Path{store.Attr("n")}})
+		if err == nil && len(rows) != 100 {
+			err = fmt.Errorf("Scan returned %d rows, want 100", len(rows))
+		}
+		return err
+	})
+}

@@ -1,0 +1,205 @@
+// Package local hosts SSFs in one process: the transport between them is a function call, and
+// asynchronous starts are goroutines. It is what `ssfkit dev`, the demo and the tests run on;
+// the same handlers run unchanged on cloud hosts.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// Host runs SSF runtimes in-process and implements ssf.Transport between them.
+type Host struct {
+	mu       sync.RWMutex
+	runtimes map[string]*ssf.Runtime
+	spawned  sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+	// Sequential queues spawned requests instead of starting goroutines; Wait runs them one at
+	// a time. Tests use it so that every run of a scenario executes the same steps in the same
+	// order, and "crash at step k" means the same step each time.
+	Sequential bool
+	queue      []spawn
+}
+
+type spawn struct {
+	rt  *ssf.Runtime
+	req ssf.Request
+}
+
+// NewHost returns an empty host.
+func NewHost() *Host {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Host{runtimes: map[string]*ssf.Runtime{}, ctx: ctx, cancel: cancel}
+}
+
+// Add creates the runtime for cfg with this host as its transport and registers it.
+func (h *Host) Add(cfg ssf.Config) (*ssf.Runtime, error) {
+	cfg.Transport = h
+	rt, err := ssf.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.runtimes[cfg.Name]; dup {
+		return nil, fmt.Errorf("local: SSF %s registered twice", cfg.Name)
+	}
+	h.runtimes[cfg.Name] = rt
+	return rt, nil
+}
+
+// Runtime returns the registered runtime named name.
+func (h *Host) Runtime(name string) (*ssf.Runtime, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	rt, ok := h.runtimes[name]
+	return rt, ok
+}
+
+// Runtimes returns every registered runtime, by name.
+func (h *Host) Runtimes() []*ssf.Runtime {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]*ssf.Runtime, 0, len(h.runtimes))
+	for _, rt := range h.runtimes {
+		out = append(out, rt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+func (h *Host) lookup(name string) (*ssf.Runtime, error) {
+	rt, ok := h.Runtime(name)
+	if !ok {
+		return nil, fmt.Errorf("local: no SSF named %q is registered", name)
+	}
+	return rt, nil
+}
+
+// Call implements ssf.Transport.
+func (h *Host) Call(ctx context.Context, name string, req ssf.Request) (ssf.Result, error) {
+	rt, err := h.lookup(name)
+	if err != nil {
+		return ssf.Result{}, err
+	}
+	return rt.Handle(ctx, req)
+}
+
+// Spawn implements ssf.Transport: the request runs on its own goroutine, detached from the
+// caller's context (an asynchronous start outlives its caller).
+func (h *Host) Spawn(_ context.Context, name string, req ssf.Request) error {
+	rt, err := h.lookup(name)
+	if err != nil {
+		return err
+	}
+	if h.Sequential {
+		h.mu.Lock()
+		h.queue = append(h.queue, spawn{rt: rt, req: req})
+		h.mu.Unlock()
+		return nil
+	}
+	h.spawned.Add(1)
+	go func() {
+		defer h.spawned.Done()
+		if _, err := rt.Handle(h.ctx, req); err != nil {
+			slog.Debug("spawned execution did not complete", "ssf", name, "instance", req.InstanceID, "err", err)
+		}
+	}()
+	return nil
+}
+
+// Invoke sends a top-level request, as a platform would: requestID is the instance id (the
+// platform's request id), so retrying with the same id never runs the request twice.
+func (h *Host) Invoke(ctx context.Context, name, requestID string, input any) (ssf.Result, error) {
+	in, err := json.Marshal(input)
+	if err != nil {
+		return ssf.Result{}, fmt.Errorf("local: input for %s is not JSON-encodable: %w", name, err)
+	}
+	rt, err := h.lookup(name)
+	if err != nil {
+		return ssf.Result{}, err
+	}
+	return rt.Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: requestID, Input: in})
+}
+
+// Wait blocks until every spawned execution has returned; in Sequential mode it runs the queued
+// ones, including those they spawn, in order.
+func (h *Host) Wait() {
+	for {
+		h.mu.Lock()
+		if len(h.queue) == 0 {
+			h.mu.Unlock()
+			break
+		}
+		next := h.queue[0]
+		h.queue = h.queue[1:]
+		h.mu.Unlock()
+		if _, err := next.rt.Handle(h.ctx, next.req); err != nil {
+			slog.Debug("spawned execution did not complete", "ssf", next.rt.Name(), "instance", next.req.InstanceID, "err", err)
+		}
+	}
+	h.spawned.Wait()
+}
+
+// Close cancels spawned executions and waits for them.
+func (h *Host) Close() {
+	h.cancel()
+	h.spawned.Wait()
+}
+
+// CollectorReport is what one round of collectors did across the host's SSFs.
+type CollectorReport struct {
+	IC map[string]ssf.ICReport
+	GC map[string]ssf.GCReport
+}
+
+// RunCollectors runs every SSF's intent collector every icEvery and garbage collector every
+// gcEvery (zero disables one) until ctx ends, as timer-triggered functions do in the cloud.
+// onRound, if set, receives each round's reports.
+func (h *Host) RunCollectors(ctx context.Context, icEvery, gcEvery time.Duration, onRound func(CollectorReport)) {
+	tick := func(every time.Duration) <-chan time.Time {
+		if every <= 0 {
+			return nil
+		}
+		t := time.NewTicker(every)
+		go func() { <-ctx.Done(); t.Stop() }()
+		return t.C
+	}
+	icTick, gcTick := tick(icEvery), tick(gcEvery)
+	for {
+		rep := CollectorReport{}
+		select {
+		case <-ctx.Done():
+			return
+		case <-icTick:
+			rep.IC = map[string]ssf.ICReport{}
+			for _, rt := range h.Runtimes() {
+				r, err := rt.CollectIntents(ctx)
+				if err != nil && ctx.Err() == nil {
+					slog.Warn("intent collector pass failed", "ssf", rt.Name(), "err", err)
+				}
+				rep.IC[rt.Name()] = r
+			}
+		case <-gcTick:
+			rep.GC = map[string]ssf.GCReport{}
+			for _, rt := range h.Runtimes() {
+				r, err := rt.CollectGarbage(ctx)
+				if err != nil && ctx.Err() == nil {
+					slog.Warn("garbage collector pass failed", "ssf", rt.Name(), "err", err)
+				}
+				rep.GC[rt.Name()] = r
+			}
+		}
+		if onRound != nil {
+			onRound(rep)
+		}
+	}
+}

@@ -1,0 +1,304 @@
+package ssf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// A linked DAAL (Beldi §4.1) holds one data item: a list of rows in one partition, each with
+// the item's value, a write log (RecentWrites), its size (LogSize) and a NextRow pointer. Writes
+// go to the tail together with their log entry in one conditional update (the atomicity scope),
+// so a write and its log can never be separated. A full tail gets a successor; the head is never
+// collected. Successor ids are the predecessor's id + 1 (see nextRowID).
+
+type chainRow struct {
+	id    string
+	attrs store.Attrs
+}
+
+// scanChain reads the partition with one projected scan and returns the rows reachable from the
+// head, in list order (Beldi's local skeleton of the DAAL). It also returns every scanned row,
+// reachable or not, for the garbage collector.
+func (rt *Runtime) scanChain(ctx context.Context, part string, proj []store.Path) (chain []chainRow, all []store.Row, err error) {
+	all, err = rt.st.Scan(ctx, part, store.ScanOptions{Projection: proj})
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[string]store.Attrs, len(all))
+	for _, r := range all {
+		byID[r.Key.Sort] = r.Attrs
+	}
+	id := headRowID
+	for {
+		a, ok := byID[id]
+		if !ok {
+			if id == headRowID {
+				return nil, all, nil // the item was never written
+			}
+			return nil, nil, fmt.Errorf("%w: %s: row %s is linked but missing", ErrCorrupt, part, id)
+		}
+		chain = append(chain, chainRow{id: id, attrs: a})
+		next, ok := a[attrNextRow].(string)
+		if !ok {
+			return chain, all, nil
+		}
+		if len(chain) > len(all) || next <= id {
+			return nil, nil, fmt.Errorf("%w: %s: NextRow of %s points back to %s", ErrCorrupt, part, id, next)
+		}
+		id = next
+	}
+}
+
+// readValue returns the item's current value: the tail's (Beldi Fig. 5, first half).
+func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, error) {
+	part := dataPartition(table, key)
+	chain, _, err := rt.scanChain(ctx, part, []store.Path{store.Attr(attrNextRow)})
+	if err != nil || len(chain) == 0 {
+		return nil, err
+	}
+	tail := chain[len(chain)-1].id
+	a, found, err := rt.st.Get(ctx, store.Key{Partition: part, Sort: tail})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: %s: tail row %s vanished", ErrCorrupt, part, tail)
+	}
+	v, _ := a[attrValue].([]byte)
+	return v, nil
+}
+
+// writeDAAL performs one logged write (cond == nil) or conditional write of val under logKey lk
+// and reports whether the value was written (always true for an unconditional write).
+// Beldi Fig. 6 and §4.4: a projected scan first finds whether this step already happened in any
+// row (case A) and where the tail is; tryWrite then works through the cases on the tail.
+func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, val []byte, cond *store.Cond) (bool, error) {
+	logged := store.Attr(attrRecentWrites).Entry(lk)
+	chain, _, err := rt.scanChain(ctx, part, []store.Path{store.Attr(attrNextRow), logged})
+	if err != nil {
+		return false, err
+	}
+	for _, r := range chain {
+		if outcome, ok := loggedOutcome(r.attrs, lk); ok {
+			return outcome, nil
+		}
+	}
+	tail := headRowID
+	if len(chain) == 0 {
+		if err := rt.ensureHead(ctx, part); err != nil {
+			return false, err
+		}
+	} else {
+		tail = chain[len(chain)-1].id
+	}
+	return rt.tryWrite(ctx, part, tail, lk, val, cond)
+}
+
+func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
+	v, ok := store.Lookup(a, store.Attr(attrRecentWrites).Entry(lk))
+	if !ok {
+		return false, false
+	}
+	b, _ := v.(bool)
+	return b, true
+}
+
+// tryWrite drives one write to completion from a candidate tail. Each row is in one of Beldi's
+// cases (Fig. 7): A, this step is logged here; B, room and no successor (for a conditional write
+// B1, condition true, or B2, false: both are logged); C, a successor exists; D, full without a
+// successor. The first attempt assumes B; its failure returns the row's state, which says which
+// case holds, and since no case leads back to B, the state read stays valid for the decision.
+// A conditional write also pins the row version it evaluated the condition against, so the
+// logged outcome is the condition's value at the instant of the write.
+func (rt *Runtime) tryWrite(ctx context.Context, part, row, lk string, val []byte, cond *store.Cond) (bool, error) {
+	var cur store.Attrs // the row's last known state; nil when unknown
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		key := store.Key{Partition: part, Sort: row}
+		if cur == nil && cond != nil {
+			a, found, err := rt.st.Get(ctx, key)
+			if err != nil {
+				return false, err
+			}
+			if !found {
+				return false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+			}
+			cur = a
+		}
+		if cur == nil || rt.caseB(cur, lk) {
+			applies, guard := true, rt.caseBCond(lk)
+			if cond != nil {
+				applies = evalOnValue(*cond, cur[attrValue])
+				guard = store.And(guard, versionIs(cur))
+			}
+			r, err := rt.st.Update(ctx, key, guard, writeUpdate(lk, val, applies))
+			if err != nil {
+				return false, err
+			}
+			if r.Applied {
+				return applies, nil // case B (B1 or B2)
+			}
+			if r.Attrs == nil {
+				return false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+			}
+			cur = r.Attrs
+		}
+		if outcome, ok := loggedOutcome(cur, lk); ok {
+			return outcome, nil // case A: a concurrent execution of this step got here first
+		}
+		if next, ok := cur[attrNextRow].(string); ok {
+			row, cur = next, nil // case C
+			continue
+		}
+		if n, _ := cur[attrLogSize].(int64); n >= int64(rt.cfg.RowCapacity) {
+			next, err := rt.appendRow(ctx, part, row, cur) // case D
+			if err != nil {
+				return false, err
+			}
+			row, cur = next, nil
+			continue
+		}
+		// Still case B: another write changed the row's version under a conditional write.
+		// Re-evaluate on the state just returned.
+		if cond == nil {
+			cur = nil
+		}
+	}
+}
+
+// caseB reports whether the row, as known, is a tail with room and without this step logged.
+func (rt *Runtime) caseB(a store.Attrs, lk string) bool {
+	_, logged := loggedOutcome(a, lk)
+	_, hasNext := a[attrNextRow]
+	n, _ := a[attrLogSize].(int64)
+	return !logged && !hasNext && n < int64(rt.cfg.RowCapacity)
+}
+
+func (rt *Runtime) caseBCond(lk string) store.Cond {
+	return store.And(
+		store.RowExists(),
+		store.NotExists(store.Attr(attrRecentWrites).Entry(lk)),
+		store.Compare(store.Attr(attrLogSize), store.Lt, int64(rt.cfg.RowCapacity)),
+		store.NotExists(store.Attr(attrNextRow)),
+	)
+}
+
+func versionIs(a store.Attrs) store.Cond {
+	if v, ok := a[attrVersion].(int64); ok {
+		return store.Equal(store.Attr(attrVersion), v)
+	}
+	return store.NotExists(store.Attr(attrVersion))
+}
+
+// writeUpdate logs the step's outcome and, when the write applies, stores the value.
+func writeUpdate(lk string, val []byte, applies bool) store.Update {
+	u := store.Update{
+		store.AddInt(store.Attr(attrLogSize), 1),
+		store.SetAttr(store.Attr(attrRecentWrites).Entry(lk), applies),
+		store.AddInt(store.Attr(attrVersion), 1),
+	}
+	if applies {
+		if bytes.Equal(val, []byte("null")) {
+			u = append(u, store.RemoveAttr(store.Attr(attrValue)))
+		} else {
+			u = append(u, store.SetAttr(store.Attr(attrValue), val))
+		}
+	}
+	return u
+}
+
+// appendRow gives the full row `full` a successor and returns the successor's id (case D). The
+// successor starts with the full row's value, which is final because the row is full. Creating
+// it before linking means a crash in between leaves an unlinked row that the next appender
+// adopts (its id is deterministic) or that the GC removes.
+func (rt *Runtime) appendRow(ctx context.Context, part, full string, fullAttrs store.Attrs) (string, error) {
+	next, err := nextRowID(full)
+	if err != nil {
+		return "", err
+	}
+	init := store.Update{store.SetAttr(store.Attr(attrLogSize), int64(0)), store.SetAttr(store.Attr(attrVersion), int64(0))}
+	if v, ok := fullAttrs[attrValue]; ok {
+		init = append(init, store.SetAttr(store.Attr(attrValue), v))
+	}
+	if _, err := rt.st.Update(ctx, store.Key{Partition: part, Sort: next}, store.RowAbsent(), init); err != nil {
+		return "", err
+	}
+	r, err := rt.st.Update(ctx, store.Key{Partition: part, Sort: full},
+		store.And(store.RowExists(), store.NotExists(store.Attr(attrNextRow))),
+		store.Update{store.SetAttr(store.Attr(attrNextRow), next)})
+	if err != nil {
+		return "", err
+	}
+	if r.Applied {
+		return next, nil
+	}
+	if linked, ok := r.Attrs[attrNextRow].(string); ok {
+		return linked, nil // a concurrent appender linked it (or the GC bypassed it): follow
+	}
+	return "", fmt.Errorf("%w: %s: row %s vanished while appending", ErrCorrupt, part, full)
+}
+
+// ensureHead creates the item's head row, registering the item in the key directory first so
+// that the GC can find every DAAL that exists.
+func (rt *Runtime) ensureHead(ctx context.Context, part string) error {
+	if _, err := rt.st.Update(ctx, directoryKey(rt.cfg.IndexShards, part), store.Always(),
+		store.Update{store.SetAttr(store.Attr(attrKind), "daal")}); err != nil {
+		return err
+	}
+	_, err := rt.st.Update(ctx, store.Key{Partition: part, Sort: headRowID}, store.RowAbsent(),
+		store.Update{store.SetAttr(store.Attr(attrLogSize), int64(0)), store.SetAttr(store.Attr(attrVersion), int64(0))})
+	return err
+}
+
+// maxInstanceIDLen bounds instance ids so that the write-log space of a row is bounded.
+const maxInstanceIDLen = 100
+
+// maxValueBytes is the largest value that fits in a DAAL row next to a full write log.
+func (rt *Runtime) maxValueBytes(table, key string) int {
+	perEntry := maxInstanceIDLen + 24
+	overhead := len(dataPartition(table, key)) + len(headRowID)*2 + 256 + rt.cfg.RowCapacity*perEntry
+	return rt.st.Limits().MaxRowBytes - overhead
+}
+
+// evalOnValue evaluates a user condition on a stored JSON value (absent = null).
+func evalOnValue(c store.Cond, raw any) bool {
+	b, _ := raw.([]byte)
+	if len(b) == 0 {
+		return c.Eval(nil, true)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return false
+	}
+	return c.Eval(normalizeNumbers(v), true)
+}
+
+// normalizeNumbers turns json.Number into int64 where exact, float64 otherwise, so conditions
+// compare numbers the same way on every backend.
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeNumbers(e)
+		}
+	}
+	return v
+}

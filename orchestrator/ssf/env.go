@@ -1,0 +1,349 @@
+package ssf
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// Env is an SSF instance's only door to the outside world: every method is an exactly-once
+// step. Steps are numbered in call order, so a handler must make the same calls in the same
+// order when re-executed (it is deterministic given the values Env returns).
+//
+// Once an operation fails for an infrastructure reason (store unreachable, crash, lifetime
+// exceeded), every later call returns the same error and the instance is left for the intent
+// collector: an execution that lost track of its effects must not mark itself done.
+type Env struct {
+	rt        *Runtime
+	ctx       context.Context
+	id        string
+	step      int
+	replaying bool
+	deadline  time.Time
+	err       error
+}
+
+// InstanceID is the instance's id, stable across re-executions.
+func (e *Env) InstanceID() string { return e.id }
+
+// Context is the execution's context.
+func (e *Env) Context() context.Context { return e.ctx }
+
+// SSF is the name of the SSF this instance belongs to.
+func (e *Env) SSF() string { return e.rt.cfg.Name }
+
+// alive fails once the execution is poisoned or past its lifetime, which fences off stragglers
+// so that the GC's bound T holds even if the host does not kill them.
+func (e *Env) alive() error {
+	if e.err != nil {
+		return e.err
+	}
+	if e.rt.clock.Now().After(e.deadline) {
+		return e.fail(fmt.Errorf("%w (%v)", ErrLifetimeExceeded, e.rt.cfg.Lifetime))
+	}
+	return nil
+}
+
+// begin starts a step and returns its number.
+func (e *Env) begin() (int, error) {
+	if err := e.alive(); err != nil {
+		return 0, err
+	}
+	s := e.step
+	e.step++
+	return s, nil
+}
+
+// fail poisons the execution with an infrastructure error.
+func (e *Env) fail(err error) error {
+	if e.err == nil {
+		e.err = err
+	}
+	return e.err
+}
+
+// Read returns the current value of key in table (nil when absent), exactly once: a
+// re-execution returns the value logged by the first execution that reached this step.
+func (e *Env) Read(table, key string) (json.RawMessage, error) {
+	step, err := e.begin()
+	if err != nil {
+		return nil, err
+	}
+	if err := validItem(table, key); err != nil {
+		return nil, err
+	}
+	return e.logged(step, func() ([]byte, error) { return e.rt.readValue(e.ctx, table, key) })
+}
+
+// ReadInto reads key into dst (JSON-decoded); found is false when the key has no value.
+func (e *Env) ReadInto(table, key string, dst any) (found bool, err error) {
+	v, err := e.Read(table, key)
+	if err != nil || v == nil {
+		return false, err
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return true, fmt.Errorf("%w: %s/%s holds %s, which does not decode into %T: %v", ErrBadInput, table, key, v, dst, err)
+	}
+	return true, nil
+}
+
+// Write sets key in table to value (any JSON-encodable value; nil stores null), exactly once.
+func (e *Env) Write(table, key string, value any) error {
+	step, err := e.begin()
+	if err != nil {
+		return err
+	}
+	val, err := e.encodeValue(table, key, value)
+	if err != nil {
+		return err
+	}
+	_, err = e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), val, nil)
+	if err != nil {
+		return e.fail(err)
+	}
+	return nil
+}
+
+// CondWrite sets key to value if cond holds on its current value, exactly once, and reports
+// whether it did. cond is evaluated over the JSON value ("$" is the whole value; "balance"
+// a field): build it with the store package's constructors or store.ParseCond.
+func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, error) {
+	step, err := e.begin()
+	if err != nil {
+		return false, err
+	}
+	val, err := e.encodeValue(table, key, value)
+	if err != nil {
+		return false, err
+	}
+	ok, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), val, &cond)
+	if err != nil {
+		return false, e.fail(err)
+	}
+	return ok, nil
+}
+
+// SyncInvoke calls the SSF callee with input and returns its output, exactly once: the callee
+// gets an instance id from this step's invoke-log entry, and reports its result back by
+// callback before it counts as done (Beldi §4.5). An application error in the callee is
+// returned as *AppError.
+func (e *Env) SyncInvoke(callee string, input any) (json.RawMessage, error) {
+	res, err := e.invoke(callee, input, false)
+	if err != nil {
+		return nil, err
+	}
+	return res.Output, res.Err()
+}
+
+// AsyncInvoke starts the SSF callee with input and returns once the callee has durably
+// registered the instance; the callee runs it exactly once, later.
+func (e *Env) AsyncInvoke(callee string, input any) error {
+	_, err := e.invoke(callee, input, true)
+	return err
+}
+
+func (e *Env) invoke(callee string, input any, async bool) (Result, error) {
+	step, err := e.begin()
+	if err != nil {
+		return Result{}, err
+	}
+	if !store.ValidIdentifier(callee) {
+		return Result{}, fmt.Errorf("%w: callee name %q is not a valid SSF name", ErrBadInput, callee)
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: input for %s is not JSON-encodable: %v", ErrBadInput, callee, err)
+	}
+	logRow := invokeLogKey(e.id, step)
+	r, err := e.rt.st.Update(e.ctx, logRow, store.RowAbsent(), store.Update{
+		store.SetAttr(store.Attr(attrKind), "invoke"),
+		store.SetAttr(store.Attr(attrCallee), callee),
+		store.SetAttr(store.Attr(attrCalleeID), uuid.NewString()),
+	})
+	if err != nil {
+		return Result{}, e.fail(err)
+	}
+	if r.Attrs[attrCallee] != callee {
+		return Result{}, e.fail(fmt.Errorf("%w: step %d of instance %s invoked %v before, %s now: the handler is not deterministic", ErrCorrupt, step, e.id, r.Attrs[attrCallee], callee))
+	}
+	calleeID, _ := r.Attrs[attrCalleeID].(string)
+	if logged, ok := r.Attrs[attrResult].([]byte); ok {
+		var res Result
+		if err := json.Unmarshal(logged, &res); err != nil {
+			return Result{}, e.fail(fmt.Errorf("%w: invoke log %s: %v", ErrCorrupt, logRow, err))
+		}
+		return res, nil
+	}
+	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async,
+		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}}
+	if err := e.rt.inject(e.ctx, "call", logRow, false); err != nil {
+		return Result{}, e.fail(err)
+	}
+	res, err := e.rt.cfg.Transport.Call(e.ctx, callee, req)
+	if err != nil {
+		return Result{}, e.fail(fmt.Errorf("invoke %s (instance %s): %w", callee, calleeID, err))
+	}
+	if err := e.rt.inject(e.ctx, "call", logRow, true); err != nil {
+		return Result{}, e.fail(err)
+	}
+	return res, nil
+}
+
+// Now returns the time, logged so that a re-execution sees the same time.
+func (e *Env) Now() (time.Time, error) {
+	step, err := e.begin()
+	if err != nil {
+		return time.Time{}, err
+	}
+	b, err := e.logged(step, func() ([]byte, error) {
+		return strconv.AppendInt(nil, e.rt.now(), 10), nil
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return time.Time{}, e.fail(fmt.Errorf("%w: logged time %q", ErrCorrupt, b))
+	}
+	return time.Unix(0, n), nil
+}
+
+// Random returns a random uint64, logged so that a re-execution sees the same number.
+func (e *Env) Random() (uint64, error) {
+	step, err := e.begin()
+	if err != nil {
+		return 0, err
+	}
+	b, err := e.logged(step, func() ([]byte, error) {
+		var buf [8]byte
+		_, err := rand.Read(buf[:])
+		return []byte(strconv.FormatUint(binary.LittleEndian.Uint64(buf[:]), 10)), err
+	})
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0, e.fail(fmt.Errorf("%w: logged random %q", ErrCorrupt, b))
+	}
+	return n, nil
+}
+
+// UUID returns a random UUID, logged so that a re-execution sees the same one.
+func (e *Env) UUID() (string, error) {
+	step, err := e.begin()
+	if err != nil {
+		return "", err
+	}
+	b, err := e.logged(step, func() ([]byte, error) { return []byte(uuid.NewString()), nil })
+	return string(b), err
+}
+
+// External calls fn, a function that does not use ssfkit (a legacy service, an HTTP API), and
+// logs its result. This is at-least-once, not exactly-once: a crash after fn ran but before its
+// result was logged runs fn again. Once logged, re-executions replay the result.
+func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	step, err := e.begin()
+	if err != nil {
+		return nil, err
+	}
+	if logged, found, err := e.rt.readLog(e.ctx, e.id, step); err != nil || found {
+		if err != nil {
+			return nil, e.fail(err)
+		}
+		return logged, nil
+	}
+	out, err := fn(e.ctx)
+	if err != nil {
+		return nil, err // not logged: a re-execution calls fn again
+	}
+	if !json.Valid(out) {
+		return nil, fmt.Errorf("%w: external call returned invalid JSON", ErrBadInput)
+	}
+	return e.logged(step, func() ([]byte, error) { return out, nil })
+}
+
+// logged runs produce for this step unless a previous execution logged a value, and logs its
+// result so every execution of the instance sees the first logged value (Beldi Fig. 5).
+// Producing need not be atomic with logging: until logged, nothing external depended on it.
+func (e *Env) logged(step int, produce func() ([]byte, error)) ([]byte, error) {
+	if e.replaying {
+		if v, found, err := e.rt.readLog(e.ctx, e.id, step); err != nil || found {
+			if err != nil {
+				return nil, e.fail(err)
+			}
+			return v, nil
+		}
+	}
+	v, err := produce()
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	upd := store.Update{store.SetAttr(store.Attr(attrKind), "read")}
+	if v != nil {
+		upd = append(upd, store.SetAttr(store.Attr(attrValue), v))
+	}
+	r, err := e.rt.st.Update(e.ctx, readLogKey(e.id, step), store.RowAbsent(), upd)
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	if r.Applied {
+		return v, nil
+	}
+	logged, _ := r.Attrs[attrValue].([]byte)
+	return logged, nil
+}
+
+func (rt *Runtime) readLog(ctx context.Context, id string, step int) ([]byte, bool, error) {
+	a, found, err := rt.st.Get(ctx, readLogKey(id, step))
+	if err != nil || !found {
+		return nil, false, err
+	}
+	v, _ := a[attrValue].([]byte)
+	return v, true, nil
+}
+
+func validItem(table, key string) error {
+	if !store.ValidIdentifier(table) {
+		return fmt.Errorf("%w: table name %q must be letters, digits or underscores", ErrBadInput, table)
+	}
+	if key == "" {
+		return fmt.Errorf("%w: empty key in table %s", ErrBadInput, table)
+	}
+	return nil
+}
+
+// encodeValue JSON-encodes a value and checks that it fits in one DAAL row alongside a full
+// write log, so an oversized value is refused before anything is written.
+func (e *Env) encodeValue(table, key string, value any) ([]byte, error) {
+	if err := validItem(table, key); err != nil {
+		return nil, err
+	}
+	var val []byte
+	if raw, ok := value.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return nil, fmt.Errorf("%w: value for %s/%s is not valid JSON", ErrBadInput, table, key)
+		}
+		val = bytes.Clone(raw)
+	} else {
+		b, err := json.Marshal(value)
+		if err != nil {
+			return nil, fmt.Errorf("%w: value for %s/%s is not JSON-encodable: %v", ErrBadInput, table, key, err)
+		}
+		val = b
+	}
+	if max := e.rt.maxValueBytes(table, key); len(val) > max {
+		return nil, fmt.Errorf("%w: %s/%s: %d bytes, but a row of %s holds at most %d bytes of value next to %d write-log entries (lower RowCapacity or store large blobs elsewhere)",
+			ErrValueTooLarge, table, key, len(val), e.rt.st.Name(), max, e.rt.cfg.RowCapacity)
+	}
+	return val, nil
+}

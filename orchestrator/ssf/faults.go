@@ -1,0 +1,82 @@
+package ssf
+
+import (
+	"context"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// FaultInjector decides where executions crash; tests use it to kill an instance at every
+// external step. Inject is consulted before and after each store operation and each call to
+// another SSF made on behalf of an execution; a non-nil error (normally ErrCrashed) makes that
+// operation fail as if the process had died there. "After" means the operation took effect and
+// only its reply is lost: the ambiguity a timeout creates in a real cloud.
+type FaultInjector interface {
+	Inject(ctx context.Context, p FaultPoint) error
+}
+
+// FaultPoint is one place an execution can crash.
+type FaultPoint struct {
+	SSF      string
+	Instance string // "callback:CALLEE" while recording a callback
+	Op       string // get, update, scan, delete, call, callback
+	Key      store.Key
+	After    bool
+}
+
+type execInfoKey struct{}
+
+type execInfo struct {
+	ssf, instance string
+}
+
+func withExec(ctx context.Context, ssf, instance string) context.Context {
+	return context.WithValue(ctx, execInfoKey{}, execInfo{ssf: ssf, instance: instance})
+}
+
+func (rt *Runtime) inject(ctx context.Context, op string, key store.Key, after bool) error {
+	if rt.cfg.Faults == nil {
+		return nil
+	}
+	info, ok := ctx.Value(execInfoKey{}).(execInfo)
+	if !ok {
+		return nil // collectors need only at-least-once; crash tests target executions
+	}
+	return rt.cfg.Faults.Inject(ctx, FaultPoint{SSF: rt.cfg.Name, Instance: info.instance, Op: op, Key: key, After: after})
+}
+
+// faultyDriver puts injection points around every store operation.
+type faultyDriver struct {
+	store.Driver
+	rt *Runtime
+}
+
+func (f faultyDriver) around(ctx context.Context, op string, key store.Key, do func() error) error {
+	if err := f.rt.inject(ctx, op, key, false); err != nil {
+		return err
+	}
+	if err := do(); err != nil {
+		return err
+	}
+	return f.rt.inject(ctx, op, key, true)
+}
+
+func (f faultyDriver) Get(ctx context.Context, key store.Key) (a store.Attrs, found bool, err error) {
+	err = f.around(ctx, "get", key, func() (e error) { a, found, e = f.Driver.Get(ctx, key); return })
+	return
+}
+
+func (f faultyDriver) Update(ctx context.Context, key store.Key, c store.Cond, u store.Update) (r store.UpdateResult, err error) {
+	err = f.around(ctx, "update", key, func() (e error) { r, e = f.Driver.Update(ctx, key, c, u); return })
+	return
+}
+
+func (f faultyDriver) Scan(ctx context.Context, partition string, o store.ScanOptions) (rows []store.Row, err error) {
+	err = f.around(ctx, "scan", store.Key{Partition: partition}, func() (e error) { rows, e = f.Driver.Scan(ctx, partition, o); return })
+	return
+}
+
+func (f faultyDriver) Delete(ctx context.Context, key store.Key, c store.Cond) (ok bool, err error) {
+	err = f.around(ctx, "delete", key, func() (e error) { ok, e = f.Driver.Delete(ctx, key, c); return })
+	return
+}

@@ -1,0 +1,79 @@
+package ssf
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// Pending returns how many instances have not finished, from the unfinished-intent index.
+func (rt *Runtime) Pending(ctx context.Context) (int, error) {
+	n := 0
+	for s := 0; s < rt.cfg.IndexShards; s++ {
+		rows, err := rt.cfg.Store.Scan(ctx, "p|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{}})
+		if err != nil {
+			return 0, err
+		}
+		n += len(rows)
+	}
+	return n, nil
+}
+
+// IntentStatus is what the intent table says about an instance.
+type IntentStatus struct {
+	Exists bool   // the intent is registered (the request was accepted)
+	Done   bool   // the instance finished; Result is its outcome
+	Result Result //
+}
+
+// Intent returns the status of an instance. An instance whose intent was garbage-collected
+// reads as unknown.
+func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus, error) {
+	a, found, err := rt.cfg.Store.Get(ctx, intentKey(instanceID))
+	if err != nil || !found {
+		return IntentStatus{}, err
+	}
+	in, err := decodeIntent(instanceID, a)
+	if err != nil {
+		return IntentStatus{}, err
+	}
+	return IntentStatus{Exists: true, Done: in.done, Result: in.result}, nil
+}
+
+// Items returns the current value of every item this SSF has written, keyed "table/key". It
+// reads outside any instance (not exactly-once): for inspection, tests and invariant checks.
+func (rt *Runtime) Items(ctx context.Context) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for s := 0; s < rt.cfg.IndexShards; s++ {
+		dir, err := rt.cfg.Store.Scan(ctx, "k|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{}})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range dir {
+			table, key, ok := strings.Cut(strings.TrimPrefix(d.Key.Sort, "d|"), "|")
+			if !ok {
+				continue
+			}
+			v, err := rt.readValue(ctx, table, key)
+			if err != nil {
+				return nil, err
+			}
+			out[table+"/"+key] = v
+		}
+	}
+	return out, nil
+}
+
+// DAALShape describes one item's linked DAAL.
+type DAALShape struct {
+	Reachable int // rows linked from the head (the list an operation traverses)
+	Stored    int // rows stored, including unlinked ones awaiting deletion
+}
+
+// DAAL returns the shape of an item's linked DAAL.
+func (rt *Runtime) DAAL(ctx context.Context, table, key string) (DAALShape, error) {
+	chain, all, err := rt.scanChain(ctx, dataPartition(table, key), []store.Path{store.Attr(attrNextRow)})
+	return DAALShape{Reachable: len(chain), Stored: len(all)}, err
+}

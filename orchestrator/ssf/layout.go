@@ -1,0 +1,104 @@
+package ssf
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// An SSF keeps all of its state in one store table (one per SSF: Beldi's data sovereignty).
+// Beldi's tables become partitions of that table, distinguished by a one-letter prefix:
+//
+//	d|TABLE|KEY    linked DAAL of one data item; sort key = row id (head = 0, increasing)
+//	i|ID           one instance: sort key "intent" is its intent row, "r|STEP" its read-log
+//	               entries, "v|STEP" its invoke-log entries, so GC drops an instance's logs with
+//	               one scan of one partition
+//	p|SHARD        unfinished-intent index (Beldi's secondary index): sort key = instance id
+//	f|SHARD        finished-intent index the GC stamps with finish times
+//	k|SHARD        directory of data keys, so the GC can visit every linked DAAL
+//
+// Table names are identifiers (no '|'), so the first '|' after the table ends it.
+const (
+	intentSort = "intent"
+	headRowID  = "00000000000000000000"
+)
+
+// DAAL row attributes (Beldi Fig. 4).
+const (
+	attrValue        = "Value"        // []byte JSON; absent means null
+	attrLogSize      = "LogSize"      // int64 entries in RecentWrites
+	attrNextRow      = "NextRow"      // string row id of the successor
+	attrRecentWrites = "RecentWrites" // map logKey -> bool (the write log; false = cond failed)
+	attrVersion      = "Ver"          // int64, bumped by every change; pins conditional writes
+	attrDangleTime   = "DangleTime"   // int64 unix nanos when the GC found the row unreachable
+)
+
+// Intent row and log attributes (Beldi Fig. 3).
+const (
+	attrArgs       = "Args"       // []byte JSON input
+	attrAsync      = "Async"      // bool: launched by AsyncInvoke; no callback at the end
+	attrDone       = "Done"       // bool
+	attrResult     = "Result"     // []byte JSON Result
+	attrCaller     = "Caller"     // string caller SSF for the callback
+	attrCallerID   = "CallerID"   // string caller instance id
+	attrCallerStep = "CallerStep" // int64 caller step
+	attrStart      = "Start"      // int64 unix nanos the intent was created (wait-die age)
+	attrLaunched   = "Launched"   // int64 unix nanos of the last launch (pending index)
+	attrFinishTime = "FinishTime" // int64 unix nanos the GC first saw the intent done
+	attrKind       = "Kind"       // string: what a log row records
+	attrCallee     = "Callee"     // string callee SSF (invoke log)
+	attrCalleeID   = "CalleeID"   // string callee instance id (invoke log)
+)
+
+func dataPartition(table, key string) string { return "d|" + table + "|" + key }
+func instancePartition(id string) string     { return "i|" + id }
+func intentKey(id string) store.Key {
+	return store.Key{Partition: instancePartition(id), Sort: intentSort}
+}
+func readLogKey(id string, step int) store.Key {
+	return store.Key{Partition: instancePartition(id), Sort: fmt.Sprintf("r|%08d", step)}
+}
+func invokeLogKey(id string, step int) store.Key {
+	return store.Key{Partition: instancePartition(id), Sort: fmt.Sprintf("v|%08d", step)}
+}
+func pendingKey(shards int, id string) store.Key {
+	return store.Key{Partition: "p|" + strconv.Itoa(shard(shards, id)), Sort: id}
+}
+func finishedKey(shards int, id string) store.Key {
+	return store.Key{Partition: "f|" + strconv.Itoa(shard(shards, id)), Sort: id}
+}
+func directoryKey(shards int, partition string) store.Key {
+	return store.Key{Partition: "k|" + strconv.Itoa(shard(shards, partition)), Sort: partition}
+}
+
+func shard(n int, s string) int {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return int(h.Sum32() % uint32(n))
+}
+
+// logKey identifies one step of one instance in a DAAL's RecentWrites.
+func logKey(id string, step int) string { return id + "#" + strconv.Itoa(step) }
+
+// logKeyInstance returns the instance id of a logKey.
+func logKeyInstance(k string) string {
+	if i := strings.LastIndexByte(k, '#'); i >= 0 {
+		return k[:i]
+	}
+	return k
+}
+
+// Row ids increase along a linked DAAL: a row's successor is always id+1 when it is appended, so
+// concurrent appenders agree on the successor and a crashed append leaves no leaked row.
+func rowID(n uint64) string { return fmt.Sprintf("%020d", n) }
+
+func nextRowID(id string) (string, error) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("%w: bad DAAL row id %q", ErrCorrupt, id)
+	}
+	return rowID(n + 1), nil
+}

@@ -1,0 +1,405 @@
+// Package ssf is ssfkit's exactly-once runtime for stateful serverless functions: Beldi's
+// protocol (OSDI '20, §3-5) over any store driver.
+//
+// Every SSF instance has an id that is stable across re-execution and an intent row recording
+// its arguments and completion. Each external operation (Env.Read, Write, CondWrite, SyncInvoke,
+// AsyncInvoke, and the deterministic helpers) is a numbered step whose outcome is logged: writes
+// in the item's linked DAAL, atomically with the value; reads and invocations in per-instance
+// logs. A re-executed instance replays logged steps instead of repeating them, and the intent
+// collector re-executes every instance that has not finished, so each step takes effect exactly
+// once. The garbage collector prunes logs and DAAL rows once no execution can still need them.
+package ssf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// Config configures one SSF's runtime.
+type Config struct {
+	// Name identifies the SSF to other SSFs (letters, digits, underscore).
+	Name string
+	// Store is the SSF's own table; no other SSF should write it.
+	Store *store.Table
+	// Handler is the SSF's code.
+	Handler Handler
+	// Transport reaches other SSFs (and this one, for asynchronous starts).
+	Transport Transport
+	// RowCapacity is N, the number of write-log entries one DAAL row holds (default 32). Small
+	// values make multi-row DAALs, which tests use to exercise appends.
+	RowCapacity int
+	// Lifetime bounds one execution: after it, the execution's operations fail and the intent
+	// collector re-runs the instance. It must be at most the host's function timeout.
+	Lifetime time.Duration
+	// GCBound is Beldi's T: logs of an instance are removed GCBound after it finished, and
+	// disconnected DAAL rows GCBound after they were found unreachable. It must exceed Lifetime
+	// by the longest a store call can take, so no execution can still use what is removed.
+	GCBound time.Duration
+	// RelaunchDelay is how long after an instance's last launch the intent collector may launch
+	// it again. Re-running a live instance is safe; the delay avoids needless duplicates.
+	RelaunchDelay time.Duration
+	// IndexShards spreads the intent and key indexes over this many partitions (default 4).
+	IndexShards int
+	// Clock defaults to the system clock.
+	Clock Clock
+	// Faults, if set, injects crashes (tests only).
+	Faults FaultInjector
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Default configuration values.
+const (
+	DefaultRowCapacity   = 32
+	DefaultLifetime      = 5 * time.Minute
+	DefaultRelaunchDelay = 30 * time.Second
+	DefaultIndexShards   = 4
+)
+
+// Runtime runs one SSF's instances and collectors.
+type Runtime struct {
+	cfg   Config
+	st    *store.Table
+	clock Clock
+	log   *slog.Logger
+	stats counters
+}
+
+type counters struct {
+	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, corruptions atomic.Int64
+}
+
+// Stats are cumulative counters of a runtime's activity.
+type Stats struct {
+	// Executions started (first runs and re-runs).
+	Executions int64
+	// Reexecutions: executions of an instance whose intent already existed.
+	Reexecutions int64
+	// Abandoned executions: crashed or failed before marking their intent done.
+	Abandoned int64
+	// Callbacks received, and how many of them were spurious (for an unknown invoke).
+	Callbacks, SpuriousCallbacks int64
+	// Relaunched: instances the intent collector launched again.
+	Relaunched int64
+	// Corruptions: invariant violations detected in stored state (must stay zero).
+	Corruptions int64
+}
+
+// New validates cfg and returns a runtime.
+func New(cfg Config) (*Runtime, error) {
+	if !store.ValidIdentifier(cfg.Name) {
+		return nil, fmt.Errorf("%w: SSF name %q must be letters, digits or underscores", ErrBadInput, cfg.Name)
+	}
+	if cfg.Store == nil || cfg.Handler == nil || cfg.Transport == nil {
+		return nil, fmt.Errorf("%w: SSF %s: Store, Handler and Transport are required", ErrBadInput, cfg.Name)
+	}
+	if cfg.RowCapacity == 0 {
+		cfg.RowCapacity = DefaultRowCapacity
+	}
+	if cfg.Lifetime == 0 {
+		cfg.Lifetime = DefaultLifetime
+	}
+	if cfg.GCBound == 0 {
+		cfg.GCBound = 2 * cfg.Lifetime
+	}
+	if cfg.RelaunchDelay == 0 {
+		cfg.RelaunchDelay = DefaultRelaunchDelay
+	}
+	if cfg.IndexShards == 0 {
+		cfg.IndexShards = DefaultIndexShards
+	}
+	if cfg.RowCapacity < 1 || cfg.IndexShards < 1 || cfg.Lifetime < 0 || cfg.RelaunchDelay < 0 {
+		return nil, fmt.Errorf("%w: SSF %s: RowCapacity and IndexShards must be positive, durations not negative", ErrBadInput, cfg.Name)
+	}
+	if cfg.GCBound <= cfg.Lifetime {
+		return nil, fmt.Errorf("%w: SSF %s: GCBound (T=%v) must exceed Lifetime (%v): the garbage collector may only remove what no live execution can reach", ErrBadInput, cfg.Name, cfg.GCBound, cfg.Lifetime)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	rt := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger.With("ssf", cfg.Name)}
+	rt.st = cfg.Store
+	if cfg.Faults != nil {
+		rt.st = store.NewTable(faultyDriver{Driver: cfg.Store.Driver(), rt: rt}, cfg.Store.Name())
+	}
+	return rt, nil
+}
+
+// Name returns the SSF's name.
+func (rt *Runtime) Name() string { return rt.cfg.Name }
+
+// Config returns the effective configuration (defaults filled in).
+func (rt *Runtime) Config() Config { return rt.cfg }
+
+// Stats returns cumulative counters.
+func (rt *Runtime) Stats() Stats {
+	return Stats{
+		Executions: rt.stats.executions.Load(), Reexecutions: rt.stats.reexecutions.Load(),
+		Abandoned: rt.stats.abandoned.Load(), Callbacks: rt.stats.callbacks.Load(),
+		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(),
+		Corruptions: rt.stats.corruptions.Load(),
+	}
+}
+
+func (rt *Runtime) now() int64 { return rt.clock.Now().UnixNano() }
+
+// Handle serves one request; every host (in-process, Lambda, HTTP) calls it. An error means the
+// request was not completed (the execution was abandoned, or the request was malformed); a
+// Result with Error set is a completed instance that failed in application code.
+func (rt *Runtime) Handle(ctx context.Context, req Request) (Result, error) {
+	if req.InstanceID == "" {
+		return Result{}, fmt.Errorf("%w: SSF %s: request without an instance id", ErrBadInput, rt.cfg.Name)
+	}
+	if len(req.InstanceID) > maxInstanceIDLen {
+		return Result{}, fmt.Errorf("%w: SSF %s: instance id of %d bytes (at most %d)", ErrBadInput, rt.cfg.Name, len(req.InstanceID), maxInstanceIDLen)
+	}
+	switch req.Kind {
+	case KindCallback:
+		return Result{}, rt.handleCallback(withExec(ctx, rt.cfg.Name, "callback:"+req.InstanceID), req)
+	case KindInvoke, "":
+		return rt.handleInvoke(withExec(ctx, rt.cfg.Name, req.InstanceID), req)
+	}
+	return Result{}, fmt.Errorf("%w: SSF %s: unknown request kind %q", ErrBadInput, rt.cfg.Name, req.Kind)
+}
+
+// intent is the decoded intent row.
+type intent struct {
+	id     string
+	args   json.RawMessage
+	async  bool
+	done   bool
+	result Result
+	caller *CallerRef
+	start  int64
+}
+
+func decodeIntent(id string, a store.Attrs) (*intent, error) {
+	in := &intent{id: id}
+	in.args, _ = a[attrArgs].([]byte)
+	in.async, _ = a[attrAsync].(bool)
+	in.done, _ = a[attrDone].(bool)
+	in.start, _ = a[attrStart].(int64)
+	if c, ok := a[attrCaller].(string); ok {
+		cid, _ := a[attrCallerID].(string)
+		step, _ := a[attrCallerStep].(int64)
+		in.caller = &CallerRef{SSF: c, InstanceID: cid, Step: int(step)}
+	}
+	if r, ok := a[attrResult].([]byte); ok {
+		if err := json.Unmarshal(r, &in.result); err != nil {
+			return nil, fmt.Errorf("%w: intent %s: result: %v", ErrCorrupt, id, err)
+		}
+	}
+	return in, nil
+}
+
+// ensureIntent returns the instance's intent, creating it (and its pending-index entry) for a
+// new instance. created reports whether this call created it.
+func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, created bool, err error) {
+	key := intentKey(req.InstanceID)
+	a, found, err := rt.st.Get(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if found {
+		in, err := decodeIntent(req.InstanceID, a)
+		return in, false, err
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return nil, false, fmt.Errorf("%w: SSF %s: input of instance %s is not valid JSON", ErrBadInput, rt.cfg.Name, req.InstanceID)
+	}
+	now := rt.now()
+	// The index entry goes first: an intent that exists is always findable by the collector.
+	if _, err := rt.st.Update(ctx, pendingKey(rt.cfg.IndexShards, req.InstanceID), store.Always(),
+		store.Update{store.SetAttr(store.Attr(attrLaunched), now)}); err != nil {
+		return nil, false, err
+	}
+	upd := store.Update{
+		store.SetAttr(store.Attr(attrArgs), []byte(orNull(req.Input))),
+		store.SetAttr(store.Attr(attrAsync), req.Async),
+		store.SetAttr(store.Attr(attrDone), false),
+		store.SetAttr(store.Attr(attrStart), now),
+	}
+	if req.Caller != nil && !req.Async {
+		upd = append(upd,
+			store.SetAttr(store.Attr(attrCaller), req.Caller.SSF),
+			store.SetAttr(store.Attr(attrCallerID), req.Caller.InstanceID),
+			store.SetAttr(store.Attr(attrCallerStep), int64(req.Caller.Step)))
+	}
+	r, err := rt.st.Update(ctx, key, store.RowAbsent(), upd)
+	if err != nil {
+		return nil, false, err
+	}
+	in, err = decodeIntent(req.InstanceID, r.Attrs)
+	return in, r.Applied, err
+}
+
+func orNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
+}
+
+func (rt *Runtime) abandon(in string, err error) error {
+	rt.stats.abandoned.Add(1)
+	if errors.Is(err, ErrCorrupt) {
+		rt.stats.corruptions.Add(1)
+		rt.log.Error("corrupt state detected", "instance", in, "err", err)
+	}
+	var ee *ExecutionError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &ExecutionError{SSF: rt.cfg.Name, InstanceID: in, Err: err}
+}
+
+func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error) {
+	in, created, err := rt.ensureIntent(ctx, req)
+	if err != nil {
+		if errors.Is(err, ErrBadInput) {
+			return Result{}, err
+		}
+		return Result{}, rt.abandon(req.InstanceID, err)
+	}
+	if in.done {
+		return in.result, nil
+	}
+	if req.Async && req.Caller != nil {
+		// Registration of an asynchronous call (Beldi §4.5): acknowledge through the caller's
+		// invoke log, then start the instance without waiting. If the start is lost, the
+		// intent collector runs it.
+		if err := rt.callback(ctx, *req.Caller, req.InstanceID, Result{}); err != nil {
+			return Result{}, rt.abandon(req.InstanceID, err)
+		}
+		if created {
+			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID}); err != nil {
+				rt.log.Warn("asynchronous start failed; the intent collector will run the instance", "instance", req.InstanceID, "err", err)
+			}
+		}
+		return Result{}, nil
+	}
+	return rt.execute(ctx, in, !created)
+}
+
+// execute runs the handler for an instance whose intent exists and is not done.
+func (rt *Runtime) execute(ctx context.Context, in *intent, replaying bool) (Result, error) {
+	rt.stats.executions.Add(1)
+	if replaying {
+		rt.stats.reexecutions.Add(1)
+	}
+	env := &Env{rt: rt, ctx: ctx, id: in.id, replaying: replaying, deadline: rt.clock.Now().Add(rt.cfg.Lifetime)}
+	out, herr := rt.runHandler(env, in.args)
+	if env.err != nil {
+		return Result{}, rt.abandon(in.id, env.err)
+	}
+	res := Result{}
+	if herr != nil {
+		res.Error = herr.Error()
+	} else if out != nil {
+		b, err := json.Marshal(out)
+		if err != nil {
+			res.Error = fmt.Sprintf("ssf %s: cannot encode output as JSON: %v", rt.cfg.Name, err)
+		} else {
+			res.Output = b
+		}
+	}
+	if err := env.alive(); err != nil {
+		return Result{}, rt.abandon(in.id, err)
+	}
+	// The callback must land before the intent is marked done: once done, the GC may forget
+	// the instance, and a caller still waiting would re-invoke it (Beldi Fig. 9).
+	if in.caller != nil && !in.async {
+		if err := rt.callback(ctx, *in.caller, in.id, res); err != nil {
+			return Result{}, rt.abandon(in.id, err)
+		}
+	}
+	if err := rt.markDone(ctx, in.id, res); err != nil {
+		return Result{}, rt.abandon(in.id, err)
+	}
+	return res, nil
+}
+
+// runHandler calls the handler, turning a panic into an application error: a deterministic
+// panic would otherwise make the intent collector re-run the instance forever.
+func (rt *Runtime) runHandler(env *Env, args json.RawMessage) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rt.log.Error("handler panicked", "instance", env.id, "panic", p, "stack", string(debug.Stack()))
+			out, err = nil, fmt.Errorf("ssf %s: handler panicked: %v", rt.cfg.Name, p)
+		}
+	}()
+	return rt.cfg.Handler(env, args)
+}
+
+func (rt *Runtime) markDone(ctx context.Context, id string, res Result) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	if _, err := rt.st.Update(ctx, intentKey(id), store.RowExists(), store.Update{
+		store.SetAttr(store.Attr(attrDone), true),
+		store.SetAttr(store.Attr(attrResult), b),
+	}); err != nil {
+		return err
+	}
+	return rt.moveToFinished(ctx, id)
+}
+
+// moveToFinished moves a done intent from the pending index to the finished index, in that
+// order, so a crash in between leaves it in both (the IC repairs it) and never in neither.
+func (rt *Runtime) moveToFinished(ctx context.Context, id string) error {
+	if _, err := rt.st.Update(ctx, finishedKey(rt.cfg.IndexShards, id), store.Always(),
+		store.Update{store.SetAttr(store.Attr(attrDone), true)}); err != nil {
+		return err
+	}
+	_, err := rt.st.Delete(ctx, pendingKey(rt.cfg.IndexShards, id), store.Always())
+	return err
+}
+
+// callback reports a callee's result to its caller (at least once; the caller ignores repeats).
+func (rt *Runtime) callback(ctx context.Context, caller CallerRef, calleeID string, res Result) error {
+	req := Request{Kind: KindCallback, InstanceID: calleeID, Caller: &caller, Result: &res}
+	if err := rt.inject(ctx, "callback", store.Key{}, false); err != nil {
+		return err
+	}
+	if _, err := rt.cfg.Transport.Call(ctx, caller.SSF, req); err != nil {
+		return fmt.Errorf("callback to %s: %w", caller.SSF, err)
+	}
+	return rt.inject(ctx, "callback", store.Key{}, true)
+}
+
+// handleCallback records a callee's result in this SSF's invoke log, but only in the entry that
+// invoked that very callee; a callback for an entry the GC already removed is spurious (the
+// caller finished long ago) and is ignored.
+func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
+	if req.Caller == nil || req.Result == nil {
+		return fmt.Errorf("%w: SSF %s: callback without caller or result", ErrBadInput, rt.cfg.Name)
+	}
+	rt.stats.callbacks.Add(1)
+	b, err := json.Marshal(req.Result)
+	if err != nil {
+		return err
+	}
+	r, err := rt.st.Update(ctx, invokeLogKey(req.Caller.InstanceID, req.Caller.Step),
+		store.Equal(store.Attr(attrCalleeID), req.InstanceID),
+		store.Update{store.SetAttr(store.Attr(attrResult), b)})
+	if err != nil {
+		return err
+	}
+	if !r.Applied {
+		rt.stats.spuriousCallbacks.Add(1)
+		rt.log.Debug("ignoring spurious callback", "caller_instance", req.Caller.InstanceID, "step", req.Caller.Step, "callee", req.InstanceID)
+	}
+	return nil
+}

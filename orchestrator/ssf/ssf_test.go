@@ -1,0 +1,127 @@
+package ssf_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/adapters/store/memstore"
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+func newTable() *store.Table {
+	return store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://test")
+}
+
+func add(t *testing.T, h *local.Host, name string, n int, fn ssf.Handler) *ssf.Runtime {
+	t.Helper()
+	rt, err := h.Add(ssf.Config{Name: name, Store: newTable(), Handler: fn, RowCapacity: n, RelaunchDelay: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func TestReadWriteCondWriteAcrossRows(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	add(t, h, "counter", 2, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		var n int
+		if _, err := env.ReadInto("c", "x", &n); err != nil {
+			return nil, err
+		}
+		if err := env.Write("c", "x", n+1); err != nil {
+			return nil, err
+		}
+		ok, err := env.CondWrite("c", "x", n+10, store.MustParseCond("$ == "+fmt.Sprint(n+1)))
+		if err != nil {
+			return nil, err
+		}
+		bad, err := env.CondWrite("c", "x", -1, store.MustParseCond("$ == -5"))
+		if err != nil {
+			return nil, err
+		}
+		return []any{n, ok, bad}, nil
+	})
+	ctx := context.Background()
+	for i := 0; i < 7; i++ {
+		res, err := h.Invoke(ctx, "counter", fmt.Sprintf("req-%d", i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf(`[%d,true,false]`, i*10)
+		if string(res.Output) != want {
+			t.Fatalf("request %d: got %s want %s", i, res.Output, want)
+		}
+		// A duplicate request returns the recorded result and changes nothing.
+		again, err := h.Invoke(ctx, "counter", fmt.Sprintf("req-%d", i), nil)
+		if err != nil || string(again.Output) != want {
+			t.Fatalf("duplicate request %d: %s %v", i, again.Output, err)
+		}
+	}
+}
+
+func TestNestedSyncAsyncInvoke(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	add(t, h, "front", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		out, err := env.SyncInvoke("mid", 5)
+		if err != nil {
+			return nil, err
+		}
+		if err := env.AsyncInvoke("leaf", "audit"); err != nil {
+			return nil, err
+		}
+		return out, nil
+	})
+	add(t, h, "mid", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		var n int
+		_ = json.Unmarshal(in, &n)
+		out, err := env.SyncInvoke("leaf", n*2)
+		if err != nil {
+			return nil, err
+		}
+		return json.RawMessage(out), nil
+	})
+	add(t, h, "leaf", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.Write("t", "last", in); err != nil {
+			return nil, err
+		}
+		return in, nil
+	})
+	res, err := h.Invoke(context.Background(), "front", "r1", nil)
+	if err != nil || string(res.Output) != "10" {
+		t.Fatalf("got %s, %v", res.Output, err)
+	}
+	h.Wait()
+}
+
+func TestErrorsAreClear(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	add(t, h, "big", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		err := env.Write("t", "k", strings.Repeat("x", memstore.DefaultMaxRowBytes))
+		if !errors.Is(err, ssf.ErrValueTooLarge) {
+			return nil, fmt.Errorf("want ErrValueTooLarge, got %v", err)
+		}
+		if err := env.Write("bad-name", "k", 1); !errors.Is(err, ssf.ErrBadInput) {
+			return nil, fmt.Errorf("want ErrBadInput, got %v", err)
+		}
+		_, err = env.SyncInvoke("nobody", nil)
+		return nil, err
+	})
+	_, err := h.Invoke(context.Background(), "big", "r1", nil)
+	var ee *ssf.ExecutionError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), `no SSF named "nobody"`) {
+		t.Fatalf("want an abandoned execution naming the missing SSF, got %v", err)
+	}
+	if _, err := h.Invoke(context.Background(), "big", "", nil); !errors.Is(err, ssf.ErrBadInput) {
+		t.Fatalf("empty request id: %v", err)
+	}
+}

@@ -1,0 +1,110 @@
+package ssf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Handler is an SSF's code. It must be deterministic given its input and the values its Env
+// returns, and must reach external state only through env. A returned error is an application
+// error: it is recorded as the instance's result (exactly once) and returned to the caller.
+type Handler func(env *Env, input json.RawMessage) (any, error)
+
+// Result is an instance's outcome, as stored in its intent and returned to callers.
+type Result struct {
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// Err returns the application error carried by r, or nil.
+func (r Result) Err() error {
+	if r.Error == "" {
+		return nil
+	}
+	return &AppError{Message: r.Error}
+}
+
+// AppError is an application error returned by a handler, possibly in another SSF.
+type AppError struct{ Message string }
+
+func (e *AppError) Error() string { return e.Message }
+
+// RequestKind says what a Request asks of an SSF.
+type RequestKind string
+
+// Request kinds.
+const (
+	// KindInvoke runs (or registers, if Async) an instance.
+	KindInvoke RequestKind = "invoke"
+	// KindCallback records a callee's result in the caller's invoke log (Beldi §4.5).
+	KindCallback RequestKind = "callback"
+)
+
+// Request is the message between SSFs and from hosts to an SSF; it is JSON on the wire.
+type Request struct {
+	Kind       RequestKind     `json:"kind"`
+	InstanceID string          `json:"instance_id"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	// Async asks the callee to register the intent, acknowledge by callback and return; the
+	// instance runs later (spawned, or by the intent collector).
+	Async bool `json:"async,omitempty"`
+	// Caller is where the callback goes; nil for top-level requests.
+	Caller *CallerRef `json:"caller,omitempty"`
+	// Result is the callee's result, for callbacks.
+	Result *Result `json:"result,omitempty"`
+}
+
+// CallerRef names the invoke-log entry a callee reports to.
+type CallerRef struct {
+	SSF        string `json:"ssf"`
+	InstanceID string `json:"instance_id"`
+	Step       int    `json:"step"`
+}
+
+// Transport carries requests between SSFs: an in-process host, Lambda, an HTTP endpoint.
+type Transport interface {
+	// Call delivers req to the SSF named ssf and waits for its result (Beldi's rawSyncInvoke).
+	// An error means the outcome is unknown: the callee may or may not have run.
+	Call(ctx context.Context, ssf string, req Request) (Result, error)
+	// Spawn starts req on the SSF without waiting (the platform's asynchronous invoke). Delivery
+	// may fail silently; the intent collector re-runs what never ran.
+	Spawn(ctx context.Context, ssf string, req Request) error
+}
+
+// Clock supplies time; tests substitute a controllable one.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Errors returned by the runtime.
+var (
+	// ErrCorrupt: a stored structure violates an invariant (e.g. a NextRow pointing nowhere).
+	ErrCorrupt = errors.New("ssf: corrupt runtime state")
+	// ErrLifetimeExceeded: the execution outlived Config.Lifetime and was fenced off; the intent
+	// collector will run the instance again.
+	ErrLifetimeExceeded = errors.New("ssf: execution exceeded its lifetime bound")
+	// ErrValueTooLarge: a value does not fit in one row of the store with its logs.
+	ErrValueTooLarge = errors.New("ssf: value too large for the store")
+	// ErrBadInput: a request or argument is malformed.
+	ErrBadInput = errors.New("ssf: bad input")
+	// ErrCrashed is what fault injectors return to simulate a crash at a point.
+	ErrCrashed = errors.New("ssf: crash injected")
+)
+
+// ExecutionError reports that an execution was abandoned before its intent was marked done; the
+// intent collector re-runs the instance. It wraps the infrastructure failure that caused it.
+type ExecutionError struct {
+	SSF, InstanceID string
+	Err             error
+}
+
+func (e *ExecutionError) Error() string {
+	return fmt.Sprintf("ssf %s: instance %s abandoned (the intent collector will re-run it): %v", e.SSF, e.InstanceID, e.Err)
+}
+
+func (e *ExecutionError) Unwrap() error { return e.Err }

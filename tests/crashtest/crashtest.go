@@ -1,0 +1,411 @@
+// Package crashtest is ssfkit's crash-injection suite. It runs the bank example (three SSFs:
+// nested synchronous calls, an asynchronous call that makes a nested synchronous call, reads,
+// writes, conditional writes, logged time) while killing executions at injection points: before
+// and after every store operation (after = the effect happened but the reply was lost), around
+// every call to another SSF and every callback, and before an intent is marked done. The intent
+// collector then re-runs what was left unfinished, and the suite checks that the final state and
+// every request's result equal those of one clean run, that the application's invariants hold,
+// and that the garbage collector, run past the bound T, removes every log without changing state.
+//
+// Any store driver can run it: Run takes a factory for empty tables.
+package crashtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// StoreFactory returns a fresh, empty table for the named SSF.
+type StoreFactory func(t testing.TB, ssfName string) *store.Table
+
+// Options tune the suite's cost for slower backends.
+type Options struct {
+	// Stride crashes at every Stride-th point in the systematic pass (1 = every point).
+	Stride int
+	// Schedules is the number of randomised multi-crash schedules.
+	Schedules int
+}
+
+// Run runs the whole suite against tables from newStore.
+func Run(t *testing.T, newStore StoreFactory, opts Options) {
+	if opts.Stride < 1 {
+		opts.Stride = 1
+	}
+	t.Run("EveryPoint", func(t *testing.T) { everyPoint(t, newStore, opts.Stride) })
+	t.Run("RandomSchedules", func(t *testing.T) { randomSchedules(t, newStore, opts.Schedules) })
+	t.Run("ConcurrentInvariants", func(t *testing.T) { concurrentInvariants(t, newStore) })
+}
+
+// Seed returns the base seed: SSFKIT_SEED if set, else a fixed one, so failures reproduce.
+func Seed(t testing.TB) int64 {
+	if s := os.Getenv("SSFKIT_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SSFKIT_SEED=%q is not an integer", s)
+		}
+		return n
+	}
+	return 20201104 // Beldi's OSDI date
+}
+
+// injector crashes executions at chosen points: the k-th point overall, or randomly.
+type injector struct {
+	mu      sync.Mutex
+	enabled bool
+	count   int
+	crashAt int
+	rng     *rand.Rand
+	prob    float64
+	budget  int
+	crashes []ssf.FaultPoint
+}
+
+func (in *injector) Inject(_ context.Context, p ssf.FaultPoint) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.enabled {
+		return nil
+	}
+	in.count++
+	crash := in.count == in.crashAt
+	if in.rng != nil && in.budget > 0 && in.rng.Float64() < in.prob {
+		crash = true
+	}
+	if !crash {
+		return nil
+	}
+	in.budget--
+	in.crashes = append(in.crashes, p)
+	return ssf.ErrCrashed
+}
+
+func (in *injector) set(enabled bool) {
+	in.mu.Lock()
+	in.enabled = enabled
+	in.mu.Unlock()
+}
+
+// manualClock lets the suite move time past the GC bound without waiting.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+const (
+	lifetime = time.Hour
+	gcBound  = 2 * time.Hour
+)
+
+type world struct {
+	host  *local.Host
+	rts   map[string]*ssf.Runtime
+	inj   *injector
+	clock *manualClock
+	// pipelined submits every request before draining, so re-executions overlap later
+	// requests (a crashed write may find its log entry in a row that has since filled up).
+	pipelined bool
+}
+
+func newWorld(t testing.TB, newStore StoreFactory, inj *injector, sequential bool) *world {
+	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: &manualClock{t: time.Unix(1_700_000_000, 0)}}
+	w.host.Sequential = sequential
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for name, h := range bank.Handlers() {
+		rt, err := w.host.Add(ssf.Config{
+			Name: name, Store: newStore(t, name), Handler: h,
+			RowCapacity: 2, Lifetime: lifetime, GCBound: gcBound, RelaunchDelay: time.Nanosecond,
+			Clock: w.clock, Faults: inj, Logger: quiet,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.rts[name] = rt
+	}
+	t.Cleanup(w.host.Close)
+	return w
+}
+
+var opening = map[string]int64{"alice": 100, "bob": 100, "carol": 100}
+
+type outcome struct {
+	receipts map[string]bank.Receipt
+	items    bank.Items
+	crashes  []ssf.FaultPoint
+	points   int
+}
+
+// run opens the accounts, submits the transfers (one at a time when the host is sequential,
+// all at once otherwise) with crash injection on, then lets the intent collectors finish
+// everything and returns the results and the final state.
+func (w *world) run(t testing.TB, transfers []bank.Transfer) outcome {
+	ctx := context.Background()
+	for a, b := range opening {
+		if _, err := w.host.Invoke(ctx, bank.Accounts, "open-"+a, bank.AccountOp{Op: "open", Account: a, Amount: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.inj.set(true)
+	if w.host.Sequential {
+		for i, tr := range transfers {
+			w.submit(t, transferID(i), tr)
+			if !w.pipelined {
+				w.drain(t) // the client waits for its result, so requests apply in order
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i, tr := range transfers {
+			wg.Add(1)
+			go func() { defer wg.Done(); w.submit(t, transferID(i), tr) }()
+		}
+		wg.Wait()
+	}
+	w.drain(t)
+	w.inj.set(false)
+	out := outcome{receipts: map[string]bank.Receipt{}, crashes: w.inj.crashes, points: w.inj.count}
+	for i := range transfers {
+		st, err := w.rts[bank.Teller].Intent(ctx, transferID(i))
+		if err != nil || !st.Done {
+			t.Fatalf("transfer %d not finished after the collectors ran (err %v)", i, err)
+		}
+		var r bank.Receipt
+		if err := json.Unmarshal(st.Result.Output, &r); err != nil {
+			t.Fatalf("transfer %d: result %+v: %v", i, st.Result, err)
+		}
+		out.receipts[transferID(i)] = r
+	}
+	items, err := bank.Snapshot(ctx, w.rts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.items = items
+	for name, rt := range w.rts {
+		if c := rt.Stats().Corruptions; c != 0 {
+			t.Fatalf("%s detected %d corruptions", name, c)
+		}
+	}
+	return out
+}
+
+// submit delivers a request the way a platform does: retried until it is accepted, that is,
+// until its intent is registered. A crash after that is the intent collector's to finish.
+func (w *world) submit(t testing.TB, id string, tr bank.Transfer) {
+	ctx := context.Background()
+	for attempt := 0; attempt < 100; attempt++ {
+		if _, err := w.host.Invoke(ctx, bank.Teller, id, tr); err == nil {
+			return
+		}
+		st, err := w.rts[bank.Teller].Intent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Exists {
+			return
+		}
+	}
+	t.Fatalf("request %s never accepted", id)
+}
+
+// drain runs the intent collectors until no instance is unfinished.
+func (w *world) drain(t testing.TB) {
+	ctx := context.Background()
+	for round := 0; ; round++ {
+		w.host.Wait()
+		pending := 0
+		for _, rt := range w.rts {
+			n, err := rt.Pending(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending += n
+		}
+		if pending == 0 {
+			return
+		}
+		if round == 1000 {
+			t.Fatalf("%d instances still unfinished after %d intent-collector rounds", pending, round)
+		}
+		w.clock.advance(time.Millisecond) // past RelaunchDelay
+		for _, rt := range w.rts {
+			if _, err := rt.CollectIntents(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// collectAll runs the garbage collectors past T until everything collectible is gone, and
+// checks that state is unchanged and logs and rows were reclaimed.
+func (w *world) collectAll(t testing.TB, o outcome) {
+	ctx := context.Background()
+	// Pass 1 stamps finish times, 2 recycles and unlinks, 3 dangles, 4 deletes.
+	for pass := 0; pass < 4; pass++ {
+		w.clock.advance(gcBound + time.Second)
+		for _, rt := range w.rts {
+			if _, err := rt.CollectGarbage(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	after, err := bank.Snapshot(ctx, w.rts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after, o.items) {
+		t.Fatalf("garbage collection changed state:\nbefore %v\nafter  %v", o.items.Comparable(), after.Comparable())
+	}
+	for id := range o.receipts {
+		if st, _ := w.rts[bank.Teller].Intent(ctx, id); st.Exists {
+			t.Fatalf("intent %s survived garbage collection", id)
+		}
+	}
+	for name, rt := range w.rts {
+		items, err := rt.Items(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range items {
+			table, key, _ := cut(k)
+			shape, err := rt.DAAL(ctx, table, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shape.Reachable > 2 || shape.Stored > 2 {
+				t.Fatalf("%s %s: linked DAAL still has %d reachable / %d stored rows after GC", name, k, shape.Reachable, shape.Stored)
+			}
+		}
+	}
+}
+
+func cut(k string) (string, string, bool) {
+	for i := range k {
+		if k[i] == '/' {
+			return k[:i], k[i+1:], true
+		}
+	}
+	return k, "", false
+}
+
+func transferID(i int) string { return fmt.Sprintf("transfer-%03d", i) }
+
+var fixedTransfers = []bank.Transfer{
+	{From: "alice", To: "bob", Amount: 30},
+	{From: "bob", To: "carol", Amount: 500}, // insufficient funds
+	{From: "carol", To: "alice", Amount: 50},
+}
+
+func compare(t testing.TB, what string, clean, got outcome) {
+	t.Helper()
+	if !reflect.DeepEqual(clean.receipts, got.receipts) {
+		t.Fatalf("%s: receipts differ from a clean run\nclean %+v\ngot   %+v\ncrashes: %v", what, clean.receipts, got.receipts, got.crashes)
+	}
+	if c, g := clean.items.Comparable(), got.items.Comparable(); !reflect.DeepEqual(c, g) {
+		t.Fatalf("%s: final state differs from a clean run\nclean %v\ngot   %v\ncrashes: %v", what, c, g, got.crashes)
+	}
+}
+
+func checkInvariants(t testing.TB, what string, transfers []bank.Transfer, o outcome) {
+	t.Helper()
+	byID := map[string]bank.Transfer{}
+	for i, tr := range transfers {
+		byID[transferID(i)] = tr
+	}
+	if err := bank.Check(opening, o.receipts, byID, o.items); err != nil {
+		t.Fatalf("%s: invariants violated: %v\ncrashes: %v", what, err, o.crashes)
+	}
+}
+
+// everyPoint crashes a run once at each injection point of the clean run in turn.
+func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
+	clean := newWorld(t, newStore, &injector{}, true).run(t, fixedTransfers)
+	checkInvariants(t, "clean run", fixedTransfers, clean)
+	t.Logf("clean run passes %d injection points; crashing at every %d", clean.points, stride)
+	for k := 1; k <= clean.points; k += stride {
+		w := newWorld(t, newStore, &injector{crashAt: k}, true)
+		got := w.run(t, fixedTransfers)
+		what := fmt.Sprintf("crash at point %d/%d (%v)", k, clean.points, got.crashes)
+		if len(got.crashes) != 1 {
+			t.Fatalf("%s: expected exactly one crash", what)
+		}
+		compare(t, what, clean, got)
+		checkInvariants(t, what, fixedTransfers, got)
+		if k%25 == 1 || k == clean.points {
+			w.collectAll(t, got)
+		}
+	}
+}
+
+// randomSchedules runs random transfers with several crashes at random points, seeded.
+func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
+	base := Seed(t)
+	for s := 0; s < schedules; s++ {
+		seed := base + int64(s)
+		rng := rand.New(rand.NewSource(seed))
+		names := []string{"alice", "bob", "carol"}
+		transfers := make([]bank.Transfer, 4+rng.Intn(4))
+		for i := range transfers {
+			from := rng.Intn(3)
+			transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(120)}
+		}
+		clean := newWorld(t, newStore, &injector{}, true).run(t, transfers)
+		inj := &injector{rng: rand.New(rand.NewSource(seed)), prob: 0.02, budget: 12}
+		w := newWorld(t, newStore, inj, true)
+		got := w.run(t, transfers)
+		what := fmt.Sprintf("schedule with seed %d (rerun: SSFKIT_SEED=%d, %d crashes)", seed, seed, len(got.crashes))
+		compare(t, what, clean, got)
+		checkInvariants(t, what, transfers, got)
+		w.collectAll(t, got)
+
+		inj = &injector{rng: rand.New(rand.NewSource(seed)), prob: 0.03, budget: 12}
+		w = newWorld(t, newStore, inj, true)
+		w.pipelined = true
+		got = w.run(t, transfers)
+		checkInvariants(t, "pipelined "+what, transfers, got)
+		w.collectAll(t, got)
+	}
+}
+
+// concurrentInvariants submits transfers concurrently with random crashes; the order, and so
+// the outcome, varies, but the invariants must hold.
+func concurrentInvariants(t *testing.T, newStore StoreFactory) {
+	seed := Seed(t)
+	rng := rand.New(rand.NewSource(seed))
+	names := []string{"alice", "bob", "carol"}
+	transfers := make([]bank.Transfer, 24)
+	for i := range transfers {
+		from := rng.Intn(3)
+		transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(60)}
+	}
+	inj := &injector{rng: rand.New(rand.NewSource(seed)), prob: 0.01, budget: 20}
+	w := newWorld(t, newStore, inj, false)
+	got := w.run(t, transfers)
+	checkInvariants(t, fmt.Sprintf("concurrent run with seed %d (rerun: SSFKIT_SEED=%d)", seed, seed), transfers, got)
+	t.Logf("concurrent run: %d transfers, %d crashes injected", len(transfers), len(got.crashes))
+}
