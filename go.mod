@@ -3,6 +3,7 @@ module github.com/ssfkit/ssfkit
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/google/uuid v1.6.0
 	modernc.org/sqlite v1.61.1
 )

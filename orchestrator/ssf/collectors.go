@@ -206,6 +206,8 @@ func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone
 	if len(chain) == 0 {
 		return nil
 	}
+	// The last row of the skeleton is the tail, or (if the scan missed rows appended since) a
+	// row before it: treating it as the tail only makes the GC more conservative.
 	tail := chain[len(chain)-1].id
 	reachable := make(map[string]bool, len(chain))
 	for _, r := range chain {

@@ -21,8 +21,11 @@ type chainRow struct {
 }
 
 // scanChain reads the partition with one projected scan and returns the rows reachable from the
-// head, in list order (Beldi's local skeleton of the DAAL). It also returns every scanned row,
-// reachable or not, for the garbage collector.
+// head, in list order (Beldi's local skeleton of the DAAL), and every scanned row, reachable or
+// not, for the garbage collector. A scan is not a snapshot on paged cloud stores: a row appended
+// after the scan passed can be linked from a row read later. The skeleton then ends at the last
+// row the scan returned, which is not the tail; callers follow NextRow from there with direct
+// reads, as Beldi's write does in case C.
 func (rt *Runtime) scanChain(ctx context.Context, part string, proj []store.Path) (chain []chainRow, all []store.Row, err error) {
 	all, err = rt.st.Scan(ctx, part, store.ScanOptions{Projection: proj})
 	if err != nil {
@@ -32,21 +35,17 @@ func (rt *Runtime) scanChain(ctx context.Context, part string, proj []store.Path
 	for _, r := range all {
 		byID[r.Key.Sort] = r.Attrs
 	}
-	id := headRowID
-	for {
+	for id := headRowID; ; {
 		a, ok := byID[id]
 		if !ok {
-			if id == headRowID {
-				return nil, all, nil // the item was never written
-			}
-			return nil, nil, fmt.Errorf("%w: %s: row %s is linked but missing", ErrCorrupt, part, id)
+			return chain, all, nil // never written (no head), or appended after the scan
 		}
 		chain = append(chain, chainRow{id: id, attrs: a})
 		next, ok := a[attrNextRow].(string)
 		if !ok {
 			return chain, all, nil
 		}
-		if len(chain) > len(all) || next <= id {
+		if next <= id {
 			return nil, nil, fmt.Errorf("%w: %s: NextRow of %s points back to %s", ErrCorrupt, part, id, next)
 		}
 		id = next
@@ -60,16 +59,21 @@ func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, er
 	if err != nil || len(chain) == 0 {
 		return nil, err
 	}
-	tail := chain[len(chain)-1].id
-	a, found, err := rt.st.Get(ctx, store.Key{Partition: part, Sort: tail})
-	if err != nil {
-		return nil, err
+	for row := chain[len(chain)-1].id; ; {
+		a, found, err := rt.st.Get(ctx, store.Key{Partition: part, Sort: row})
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: %s: linked row %s vanished", ErrCorrupt, part, row)
+		}
+		next, ok := a[attrNextRow].(string)
+		if !ok {
+			v, _ := a[attrValue].([]byte)
+			return v, nil
+		}
+		row = next // the scan missed rows appended since; the tail is further on
 	}
-	if !found {
-		return nil, fmt.Errorf("%w: %s: tail row %s vanished", ErrCorrupt, part, tail)
-	}
-	v, _ := a[attrValue].([]byte)
-	return v, nil
 }
 
 // writeDAAL performs one logged write (cond == nil) or conditional write of val under logKey lk

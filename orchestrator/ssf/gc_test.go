@@ -1,0 +1,331 @@
+package ssf_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+const (
+	lifetime = time.Minute
+	bound    = 2 * time.Minute
+)
+
+// writer is an SSF whose instances write their input to key k (and, for "crash-after-first",
+// crash on their second write the first time they run).
+func newWriter(t *testing.T, c *clock, faults ssf.FaultInjector) (*local.Host, *ssf.Runtime) {
+	t.Helper()
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	rt, err := h.Add(ssf.Config{
+		Name: "writer", Store: newTable(), RowCapacity: 2, Lifetime: lifetime, GCBound: bound,
+		RelaunchDelay: time.Second, Clock: c, Faults: faults, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			if err := env.Write("t", "k", in); err != nil {
+				return nil, err
+			}
+			return nil, env.Write("t", "other", in)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, rt
+}
+
+func write(t *testing.T, h *local.Host, id string, v int) {
+	t.Helper()
+	if _, err := h.Invoke(context.Background(), "writer", id, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gc(t *testing.T, rt *ssf.Runtime) ssf.GCReport {
+	t.Helper()
+	r, err := rt.CollectGarbage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func shape(t *testing.T, rt *ssf.Runtime) ssf.DAALShape {
+	t.Helper()
+	s, err := rt.DAAL(context.Background(), "t", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The DAAL stays short under sustained writes with the GC on, and grows without it.
+func TestGCKeepsDAALShort(t *testing.T) {
+	for _, withGC := range []bool{true, false} {
+		c := &clock{t: time.Unix(1e9, 0)}
+		h, rt := newWriter(t, c, nil)
+		longest := 0
+		for i := 0; i < 200; i++ {
+			write(t, h, fmt.Sprintf("w%d", i), i)
+			if i%20 == 19 {
+				c.advance(bound + time.Second)
+				if withGC {
+					gc(t, rt)
+				}
+			}
+			longest = max(longest, shape(t, rt).Reachable)
+		}
+		s := shape(t, rt)
+		t.Logf("GC %v: longest reachable DAAL %d rows, final %+v", withGC, longest, s)
+		if withGC && longest > 25 {
+			t.Fatalf("with GC the DAAL reached %d rows", longest)
+		}
+		if !withGC && s.Reachable != 100 {
+			t.Fatalf("without GC the DAAL should hold all 200 writes in 100 rows, has %+v", s)
+		}
+	}
+}
+
+// A row the GC unlinks stays stored (readable by a traversal that saw it linked) until T after
+// it was found unreachable; only then is it deleted.
+func TestGCWaitsTBeforeDeletingUnlinkedRows(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	h, rt := newWriter(t, c, nil)
+	for i := 0; i < 8; i++ {
+		write(t, h, fmt.Sprintf("w%d", i), i)
+	}
+	before := shape(t, rt) // head + 4 rows of 2 entries
+	gc(t, rt)              // stamps finish times
+	c.advance(bound + time.Second)
+	if r := gc(t, rt); r.Disconnected == 0 {
+		t.Fatalf("nothing unlinked: %+v", r)
+	}
+	unlinked := shape(t, rt)
+	if unlinked.Stored != before.Stored || unlinked.Reachable >= before.Reachable {
+		t.Fatalf("unlinking must keep rows stored: before %+v, after %+v", before, unlinked)
+	}
+	if r := gc(t, rt); r.Dangling == 0 || r.RowsDeleted != 0 {
+		t.Fatalf("second pass must only mark dangling rows: %+v", r)
+	}
+	c.advance(bound - time.Second) // still within T of being found unreachable
+	if r := gc(t, rt); r.RowsDeleted != 0 {
+		t.Fatalf("rows deleted before T elapsed: %+v", r)
+	}
+	if s := shape(t, rt); s.Stored != before.Stored {
+		t.Fatalf("rows vanished within T: %+v", s)
+	}
+	c.advance(2 * time.Second)
+	if r := gc(t, rt); r.RowsDeleted == 0 {
+		t.Fatalf("rows not deleted after T: %+v", r)
+	}
+	if s := shape(t, rt); s.Stored != s.Reachable {
+		t.Fatalf("unreachable rows left after T: %+v", s)
+	}
+}
+
+type crashOnce struct {
+	mu       sync.Mutex
+	instance string
+	writes   int
+	done     bool
+}
+
+// Inject crashes the chosen instance right after its first DAAL write took effect.
+func (c *crashOnce) Inject(_ context.Context, p ssf.FaultPoint) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done || p.Instance != c.instance || p.Op != "update" || !p.After || p.Key.Partition != "d|t|k" {
+		return nil
+	}
+	c.done = true
+	return ssf.ErrCrashed
+}
+
+// An unfinished instance keeps the rows holding its write log alive through any number of GC
+// passes, so when the intent collector finally re-runs it, the replay finds its write logged
+// (case A) instead of writing again.
+func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	faults := &crashOnce{instance: "slow"}
+	h, rt := newWriter(t, c, faults)
+	// Three writes first, so that the unfinished write lands in the second row, not the head
+	// (which is never unlinked anyway).
+	for i := 1; i <= 3; i++ {
+		write(t, h, fmt.Sprintf("w-first-%d", i), i)
+	}
+	if _, err := h.Invoke(context.Background(), "writer", "slow", 1000); !errors.Is(err, ssf.ErrCrashed) {
+		t.Fatalf("want the injected crash, got %v", err)
+	}
+	for i := 0; i < 20; i++ {
+		write(t, h, fmt.Sprintf("w%d", i), i)
+		c.advance(bound / 4)
+		gc(t, rt)
+	}
+	for i := 0; i < 4; i++ {
+		c.advance(bound + time.Second)
+		gc(t, rt)
+	}
+	if s := shape(t, rt); s.Reachable < 3 {
+		t.Fatalf("the row holding the unfinished instance's write was unlinked: %+v", s)
+	}
+	// The write by "slow" must not be re-applied on top of the later writes.
+	if _, err := rt.CollectIntents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	items, err := rt.Items(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(items["t/k"]); got != "19" {
+		t.Fatalf("t/k = %s after the re-run; the re-executed write was applied again", got)
+	}
+	if got := string(items["t/other"]); got != "1000" {
+		t.Fatalf("t/other = %s: the re-run did not finish the instance", got)
+	}
+}
+
+// A callback for an invoke-log entry that does not exist (the caller finished and was
+// collected) is ignored, and counted.
+func TestSpuriousCallbackIgnored(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	rt := add(t, h, "caller", 4, func(env *ssf.Env, in json.RawMessage) (any, error) { return nil, nil })
+	_, err := rt.Handle(context.Background(), ssf.Request{Kind: ssf.KindCallback, InstanceID: "callee-1",
+		Caller: &ssf.CallerRef{SSF: "caller", InstanceID: "gone", Step: 3}, Result: &ssf.Result{Output: json.RawMessage(`1`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := rt.Stats(); st.SpuriousCallbacks != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The intent collector may re-run an instance while the original is still running: both
+// executions return the same result and the effects happen once.
+func TestRelaunchWhileOriginalRuns(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	release := make(chan struct{})
+	var runs int
+	var mu sync.Mutex
+	rt := add(t, h, "slow", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		var n int
+		if _, err := env.ReadInto("t", "n", &n); err != nil {
+			return nil, err
+		}
+		if err := env.Write("t", "n", n+1); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		runs++
+		first := runs == 1
+		mu.Unlock()
+		if first {
+			<-release // the original stalls after its write
+		}
+		return n + 1, nil
+	})
+	done := make(chan ssf.Result)
+	go func() {
+		r, err := h.Invoke(context.Background(), "slow", "r1", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	for {
+		mu.Lock()
+		started := runs == 1
+		mu.Unlock()
+		if started {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rep, err := rt.CollectIntents(context.Background())
+	if err != nil || rep.Relaunched != 1 {
+		t.Fatalf("relaunch: %+v %v", rep, err)
+	}
+	h.Wait()
+	close(release)
+	if r := <-done; string(r.Output) != "1" {
+		t.Fatalf("original returned %s", r.Output)
+	}
+	items, _ := rt.Items(context.Background())
+	if string(items["t/n"]) != "1" || runs != 2 {
+		t.Fatalf("n = %s after %d runs; want 1 after 2", items["t/n"], runs)
+	}
+}
+
+type crashAt struct {
+	mu    sync.Mutex
+	key   string
+	after bool
+	fired bool
+}
+
+func (c *crashAt) Inject(_ context.Context, p ssf.FaultPoint) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fired || p.Op != "update" || p.Key.Partition+"/"+p.Key.Sort != c.key || p.After != c.after {
+		return nil
+	}
+	c.fired = true
+	return ssf.ErrCrashed
+}
+
+// External calls are at-least-once: a crash after the call but before its result is logged
+// calls it again; once logged, re-executions replay the result instead of calling.
+func TestExternalIsAtLeastOnce(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	calls := 0
+	rt, err := h.Add(ssf.Config{Name: "legacy", Store: newTable(), RelaunchDelay: time.Nanosecond,
+		Faults: &crashAt{key: "i|r1/r|00000000"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			out, err := env.External(func(context.Context) (json.RawMessage, error) {
+				calls++
+				return json.RawMessage(fmt.Sprint(calls)), nil
+			})
+			return json.RawMessage(out), err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Invoke(context.Background(), "legacy", "r1", nil); !errors.Is(err, ssf.ErrCrashed) {
+		t.Fatalf("want the crash before the log write, got %v", err)
+	}
+	r, err := h.Invoke(context.Background(), "legacy", "r1", nil) // the re-run calls again
+	if err != nil || string(r.Output) != "2" || calls != 2 {
+		t.Fatalf("re-run: %+v %v, %d calls", r, err, calls)
+	}
+	if _, err := rt.CollectIntents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	if calls != 2 {
+		t.Fatalf("a finished instance called the external function again: %d calls", calls)
+	}
+}
