@@ -58,10 +58,10 @@ type input struct {
 
 // event is what the history keeps per (instance, step).
 type event struct {
-	client         int
-	op             op
-	call, ret      int64
-	returned       bool
+	client          int
+	op              op
+	call, ret       int64
+	returned        bool
 	output, output2 string // output2: a disagreeing output from another execution, if any
 }
 
