@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
+	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
+	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// bankApp is the bank example hosted in-process, each SSF on its own table.
+type bankApp struct {
+	host     *local.Host
+	runtimes map[string]*ssf.Runtime
+	tables   []*store.Table
+}
+
+// openBankApp registers each of the bank's SSFs on a new host, with the settings in base and
+// the table at tableURL(name).
+func openBankApp(ctx context.Context, tableURL func(ssfName string) (string, error), base ssf.Config) (*bankApp, error) {
+	app := &bankApp{host: local.NewHost(), runtimes: map[string]*ssf.Runtime{}}
+	handlers := bank.Handlers()
+	for _, name := range slices.Sorted(maps.Keys(handlers)) {
+		u, err := tableURL(name)
+		if err != nil {
+			app.Close()
+			return nil, err
+		}
+		tbl, err := store.Open(ctx, u)
+		if err != nil {
+			app.Close()
+			return nil, fmt.Errorf("SSF %s: %w", name, err)
+		}
+		app.tables = append(app.tables, tbl)
+		cfg := base
+		cfg.Name, cfg.Store, cfg.Handler = name, tbl, handlers[name]
+		rt, err := app.host.Add(cfg)
+		if err != nil {
+			app.Close()
+			return nil, err
+		}
+		app.runtimes[name] = rt
+	}
+	return app, nil
+}
+
+// Close stops the host's spawned executions, then closes the tables. Collectors must have
+// stopped before.
+func (a *bankApp) Close() {
+	a.host.Close()
+	for _, t := range a.tables {
+		t.Close()
+	}
+}
+
+// sqliteURL is the store URL of the SQLite file at the absolute path.
+func sqliteURL(path string) string { return (&url.URL{Scheme: "sqlite", Path: path}).String() }
+
+// tablePerSSF returns a function giving each SSF its own table in the store at base: a table
+// named after the SSF in a SQLite file, or a separate in-memory table.
+func tablePerSSF(base string) (func(ssfName string) (string, error), error) {
+	u, err := store.ParseURL(base)
+	if err != nil {
+		return nil, err
+	}
+	switch u.Scheme {
+	case "sqlite":
+		if u.Query.Has("table") {
+			return nil, fmt.Errorf("store URL %s names a table; leave it out, each SSF gets a table named after it", u.Redacted())
+		}
+		return func(name string) (string, error) {
+			q := url.Values{}
+			for k, v := range u.Query {
+				q[k] = v
+			}
+			q.Set("table", name)
+			return (&url.URL{Scheme: u.Scheme, Path: u.Path, RawQuery: q.Encode()}).String(), nil
+		}, nil
+	case "mem":
+		return func(name string) (string, error) {
+			if u.Host == "" {
+				return base, nil // mem:// opens a fresh private table each time
+			}
+			return (&url.URL{Scheme: u.Scheme, Host: u.Host + "_" + name, RawQuery: u.Query.Encode()}).String(), nil
+		}, nil
+	}
+	return nil, fmt.Errorf("store URL %s: ssfkit runs the example on the embedded stores only (sqlite:///abs/path.db or mem://NAME)", u.Redacted())
+}

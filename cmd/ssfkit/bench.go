@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ssfkit/ssfkit/internal/bench"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+const benchUsage = `Usage: ssfkit bench BENCHMARK [flags]
+
+Benchmarks (see BENCHMARKS.md):
+  ops   raw vs exactly-once Read, Write, CondWrite and SyncInvoke, side by side on one store,
+        with a short and with a pre-grown linked DAAL (Beldi §7.3)
+  daal  linked DAAL length and write latency over time, with and without garbage
+        collection, every instance writing one key (Beldi §7.5, Fig. 16)
+
+Run 'ssfkit bench BENCHMARK -h' for its flags.
+`
+
+// runBench is `ssfkit bench`.
+func runBench(ctx context.Context, args []string) error {
+	return benchMain(ctx, args, os.Stdout, os.Stderr)
+}
+
+func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, benchUsage)
+		return &cliUsageError{err: errors.New("bench needs a benchmark: ops or daal"), printed: false}
+	}
+	switch args[0] {
+	case "ops":
+		return benchOps(ctx, args[1:], stdout, stderr)
+	case "daal":
+		return benchDAAL(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, benchUsage)
+		return flag.ErrHelp
+	}
+	fmt.Fprint(stderr, benchUsage)
+	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops or daal)", args[0])}
+}
+
+const storeFlagHelp = "store `URL`, e.g. sqlite:///abs/path.db?table=T or mem:// (default: a fresh SQLite file in a temporary directory, removed afterwards)"
+
+func benchOps(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench ops", "Measures raw vs exactly-once Read, Write, CondWrite and SyncInvoke on one store, in\n"+
+		"alternating blocks, first with a short linked DAAL, then with one of --daal-rows rows.\n"+
+		"Prints a Markdown report (or JSON with --json); progress goes to stderr.", stderr)
+	cfg := bench.OpsConfig{}
+	fs.StringVar(&cfg.StoreURL, "store", "", storeFlagHelp)
+	fs.IntVar(&cfg.Ops, "ops", bench.DefaultOps, "measured operations per kind, raw and exactly-once each")
+	fs.IntVar(&cfg.Warmup, "warmup", bench.DefaultWarmup, "unmeasured operations per kind and variant first")
+	fs.IntVar(&cfg.Block, "block", bench.DefaultBlock, "operations per block; raw and exactly-once blocks alternate")
+	fs.IntVar(&cfg.RowCapacity, "row-capacity", ssf.DefaultRowCapacity, "write-log entries per DAAL row")
+	fs.IntVar(&cfg.DAALRows, "daal-rows", bench.DefaultDAALRows, "rows of the pre-grown DAAL of the second configuration (0: skip it)")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	rep, err := bench.RunOps(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeFile(*out, rep.WriteMarkdown); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	return rep.WriteMarkdown(stdout)
+}
+
+func benchDAAL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench daal", "Runs instances that each write one key, first with the garbage collector on a timer, then\n"+
+		"without it, sampling the linked DAAL's length and the write latency. Writes daal.csv,\n"+
+		"daal.png and daal-latency.png into --out-dir and prints a Markdown summary (or JSON).", stderr)
+	cfg := bench.DAALConfig{}
+	fs.StringVar(&cfg.StoreURL, "store", "", storeFlagHelp+"; each run gets its own table")
+	fs.DurationVar(&cfg.Duration, "duration", bench.DefaultDAALDuration, "length of each run")
+	fs.DurationVar(&cfg.Sample, "sample", bench.DefaultDAALSample, "sampling interval")
+	fs.DurationVar(&cfg.GCEvery, "gc-every", bench.DefaultDAALGCEvery, "garbage collector timer in the GC-on run")
+	fs.DurationVar(&cfg.Lifetime, "lifetime", bench.DefaultDAALLifetime, "an execution's lifetime bound")
+	fs.DurationVar(&cfg.GCBound, "gc-bound", bench.DefaultDAALGCBound, "Beldi's T; must exceed --lifetime")
+	fs.IntVar(&cfg.RowCapacity, "row-capacity", bench.DefaultDAALRowCapacity, "write-log entries per DAAL row (small, so rows fill quickly)")
+	fs.IntVar(&cfg.Writers, "writers", bench.DefaultDAALWriters, "concurrent instances")
+	fs.Float64Var(&cfg.Rate, "rate", bench.DefaultDAALRate, "instances started per second at most (0: as fast as they complete)")
+	outDir := fs.String("out-dir", ".", "`DIR` for daal.csv, daal.png and daal-latency.png")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(*outDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("bench daal: --out-dir %s is not an existing directory", *outDir)
+	}
+	rep, err := bench.RunDAAL(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(*outDir, "daal.csv"), rep.WriteCSV); err != nil {
+		return err
+	}
+	if err := rep.WritePlots(*outDir); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "bench daal: wrote daal.csv, %s and %s in %s\n", bench.DAALPlotFile, bench.LatencyPlotFile, *outDir)
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	return rep.WriteMarkdown(stdout)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

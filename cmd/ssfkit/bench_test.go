@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssfkit/ssfkit/internal/bench"
+)
+
+// `bench ops` with a tiny N on the default store (a fresh SQLite file) prints, and writes to
+// --out, a table row for every operation in both DAAL configurations.
+func TestBenchOpsReport(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ops.md")
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"ops", "--ops", "10", "--warmup", "2", "--block", "5",
+		"--row-capacity", "4", "--daal-rows", "3", "--out", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	report := stdout.String()
+	for _, want := range []string{"## Short DAAL", "## 3-row DAAL", "Per-instance overhead", "EO/raw median", "outside the store"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	for _, op := range bench.Ops {
+		// Two configurations, each with a latency table and a breakdown table.
+		if n := strings.Count(report, "\n| "+op.String()+" | "); n != 4 {
+			t.Errorf("report has %d rows for %v, want 4:\n%s", n, op, report)
+		}
+	}
+	if file, err := os.ReadFile(out); err != nil || string(file) != report {
+		t.Errorf("--out file differs from the printed report (%v)", err)
+	}
+}
+
+func TestBenchOpsJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"ops", "--store", "mem://", "--ops", "6", "--warmup", "0", "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep bench.OpsReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Configs) != 2 || rep.Configs[1].DAALRows != bench.DefaultDAALRows {
+		t.Fatalf("configs: %+v", rep.Configs)
+	}
+	for _, c := range rep.Configs {
+		if c.ReachableMin < c.DAALRows {
+			t.Errorf("%s: DAAL shrank to %d rows", c.Name, c.ReachableMin)
+		}
+		for i, o := range c.Ops {
+			if o.Op != bench.Ops[i].String() || o.Raw.N != 6 || o.EO.N != 6 || o.EOStore.RoundTrips() == 0 {
+				t.Errorf("%s: %+v", c.Name, o)
+			}
+		}
+	}
+}
+
+// `bench daal` writes a CSV with samples of both runs and two PNG plots.
+func TestBenchDAALOutputs(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"daal", "--store", "mem://", "--duration", "500ms", "--sample", "100ms",
+		"--rate", "100", "--out-dir", dir}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "| on |") || !strings.Contains(stdout.String(), "| off |") {
+		t.Errorf("summary lacks a run:\n%s", stdout.String())
+	}
+	f, err := os.Open(filepath.Join(dir, "daal.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, r := range rows[1:] {
+		runs[r[0]]++
+	}
+	if runs["on"] < 5 || runs["off"] < 5 {
+		t.Errorf("samples per run: %v", runs)
+	}
+	for _, name := range []string{bench.DAALPlotFile, bench.LatencyPlotFile} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.DecodeConfig(f); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		f.Close()
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ops", "--store", "nosuch://x"}, `unknown URL scheme "nosuch"`},
+		{[]string{"ops", "--store", "sqlite://relative.db"}, "three slashes"},
+		{[]string{"ops", "--ops", "0"}, "--ops must be at least 1"},
+		{[]string{"daal", "--lifetime", "1s", "--gc-bound", "1s"}, "--lifetime < --gc-bound"},
+		{[]string{"daal", "--out-dir", "/nonexistent/dir"}, "not an existing directory"},
+		{[]string{"nosuch"}, `unknown benchmark "nosuch"`},
+		{nil, "bench needs a benchmark"},
+	} {
+		err := benchMain(ctx, c.args, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	if err := benchMain(ctx, []string{"ops", "-h"}, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+const devSynopsis = `Hosts the bank example's SSFs (teller, accounts, audit) on the embedded store
+and serves them over HTTP, with the intent and garbage collectors on timers.
+Stop it with Ctrl-C.`
+
+// Runtime timing in dev: short enough that an abandoned request finishes within seconds and
+// logs are reclaimed within minutes, long enough for any request to the example.
+const (
+	devLifetime      = 30 * time.Second
+	devGCBound       = time.Minute
+	devRelaunchDelay = 2 * time.Second
+)
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dev", devSynopsis, stderr)
+	storeFlag := fs.String("store", "", "store `URL`: sqlite:///abs/path.db, or mem:// for a throwaway run; each SSF gets its own table (default: sqlite database .ssfkit/dev.db in the current directory)")
+	addr := fs.String("addr", "127.0.0.1:8080", "HTTP listen `address`")
+	public := fs.Bool("public", false, "allow a non-loopback --addr; the API has no authentication")
+	icEvery := fs.Duration("ic-every", time.Second, "intent collector period (0 disables it)")
+	gcEvery := fs.Duration("gc-every", 10*time.Second, "garbage collector period (0 disables it)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkListenAddr(*addr, *public); err != nil {
+		return &cliUsageError{err: err}
+	}
+	if *icEvery < 0 || *gcEvery < 0 {
+		return &cliUsageError{err: errors.New("dev: --ic-every and --gc-every must not be negative")}
+	}
+	base, err := devStoreURL(*storeFlag)
+	if err != nil {
+		return err
+	}
+	tableURL, err := tablePerSSF(base)
+	if err != nil {
+		return &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
+	}
+
+	app, err := openBankApp(ctx, tableURL, ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay})
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer app.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           logRequests(stdout, local.HTTPHandler(app.host)),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+
+	colCtx, stopCollectors := context.WithCancel(ctx)
+	var collectors sync.WaitGroup
+	collectors.Go(func() { app.host.RunCollectors(colCtx, *icEvery, *gcEvery, nil) })
+	defer func() { stopCollectors(); collectors.Wait() }()
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	printDevBanner(stdout, base, "http://"+ln.Addr().String(), slices.Sorted(maps.Keys(app.runtimes)), *icEvery, *gcEvery)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("dev: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "shutting down: finishing requests in flight")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), devLifetime)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("dev: shutdown: %w", err)
+	}
+	return nil
+}
+
+// checkListenAddr refuses addresses reachable from other machines unless public is set: the
+// API invokes functions and shows their state without authentication.
+func checkListenAddr(addr string, public bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("dev: --addr %q: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", addr, err)
+	}
+	if public {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	what := "host " + host
+	if host == "" {
+		what = "every interface"
+	}
+	return fmt.Errorf("dev: --addr %q listens on %s, not a loopback address; the API has no authentication, so pass --public to expose it", addr, what)
+}
+
+// devStoreURL returns the store URL from --store, defaulting to .ssfkit/dev.db under the
+// current directory; a bare file path is taken as a SQLite database.
+func devStoreURL(flagValue string) (string, error) {
+	if strings.Contains(flagValue, "://") {
+		return flagValue, nil
+	}
+	path := flagValue
+	if path == "" {
+		path = filepath.Join(".ssfkit", "dev.db")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("dev: --store %s: %w", path, err)
+	}
+	if flagValue == "" {
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return "", fmt.Errorf("dev: %w", err)
+		}
+	}
+	return sqliteURL(abs), nil
+}
+
+func printDevBanner(w io.Writer, store, base string, ssfs []string, icEvery, gcEvery time.Duration) {
+	every := func(d time.Duration) string {
+		if d == 0 {
+			return "off"
+		}
+		return "every " + d.String()
+	}
+	fmt.Fprintf(w, `ssfkit dev: the bank example, exactly-once
+
+  store       %[1]s
+  SSFs        %[3]s (a table each)
+  collectors  intents %[4]s, garbage %[5]s; logs are kept %.0[6]fs
+              after an instance finishes, which may run %.0[7]fs
+  listening   %[2]s
+  API         POST /v1/ssf/{name}                 invoke; JSON in and out
+              GET  /v1/ssf/{name}/instances/{id}  status and result
+              GET  /v1/ssf/{name}/items           current state
+              GET  /healthz
+
+Try:
+  curl -s %[2]s/v1/ssf/accounts \
+    -H 'Idempotency-Key: open-alice' \
+    -d '{"op":"open","account":"alice","amount":100}'
+  curl -s %[2]s/v1/ssf/accounts \
+    -H 'Idempotency-Key: open-bob' \
+    -d '{"op":"open","account":"bob","amount":100}'
+  curl -s %[2]s/v1/ssf/teller \
+    -H 'Idempotency-Key: t-1' \
+    -d '{"from":"alice","to":"bob","amount":30}'
+  curl -s %[2]s/v1/ssf/accounts/items
+
+Repeat a request with the same Idempotency-Key: it is never applied twice.
+Press Ctrl-C to stop.
+
+`, store, base, strings.Join(ssfs, ", "), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds())
+}
+
+// logRequests writes one line per request, so the developer sees the traffic.
+func logRequests(w io.Writer, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		mu.Lock()
+		defer mu.Unlock()
+		key := ""
+		if k := r.Header.Get("Idempotency-Key"); k != "" {
+			key = " key=" + k
+		}
+		fmt.Fprintf(w, "%s %s %s %d %v%s\n", start.Format("15:04:05"), r.Method, r.URL.Path, sw.status, time.Since(start).Round(10*time.Microsecond), key)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		status     int
+		stdout     string // substring
+		stderrPart string
+	}{
+		{args: nil, status: 0, stdout: "Commands:"},
+		{args: []string{"help"}, status: 0, stdout: "bench"},
+		{args: []string{"help", "demo"}, status: 0, stderrPart: "-crash-rate"},
+		{args: []string{"frobnicate"}, status: 2, stderrPart: `unknown command "frobnicate"`},
+		{args: []string{"demo", "--no-such-flag"}, status: 2, stderrPart: "flag provided but not defined"},
+		{args: []string{"demo", "extra"}, status: 2, stderrPart: "takes no arguments"},
+		{args: []string{"demo", "--crash-rate", "1.5"}, status: 2, stderrPart: "--crash-rate 1.5"},
+		{args: []string{"dev", "--addr", "0.0.0.0:8080"}, status: 2, stderrPart: "--public"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), tc.args, &stdout, &stderr)
+		// The flag package writes usage to os.Stderr; the rest goes to the buffers.
+		status := exitStatus(err, &stderr)
+		if status != tc.status {
+			t.Errorf("ssfkit %q: exit status %d, want %d (err %v)", tc.args, status, tc.status, err)
+		}
+		if !strings.Contains(stdout.String(), tc.stdout) {
+			t.Errorf("ssfkit %q: stdout lacks %q:\n%s", tc.args, tc.stdout, stdout.String())
+		}
+		if tc.stderrPart != "" && !strings.Contains(stderr.String()+errString(err), tc.stderrPart) {
+			t.Errorf("ssfkit %q: stderr lacks %q:\n%s (err %v)", tc.args, tc.stderrPart, stderr.String(), err)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

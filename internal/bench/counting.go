@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
+)
+
+// The kinds of store request a Driver serves.
+const (
+	reqScan = iota
+	reqGet
+	reqUpdate
+	reqDelete
+	numReqKinds
+)
+
+// Counts are the store requests issued and the time spent in them, as a countingDriver sees it.
+type Counts struct {
+	N           [numReqKinds]int64
+	Time        [numReqKinds]time.Duration
+	ScannedRows int64
+}
+
+// Sub returns c - o.
+func (c Counts) Sub(o Counts) Counts {
+	for k := range c.N {
+		c.N[k] -= o.N[k]
+		c.Time[k] -= o.Time[k]
+	}
+	c.ScannedRows -= o.ScannedRows
+	return c
+}
+
+func (c Counts) add(o Counts) Counts {
+	for k := range c.N {
+		c.N[k] += o.N[k]
+		c.Time[k] += o.Time[k]
+	}
+	c.ScannedRows += o.ScannedRows
+	return c
+}
+
+// RoundTrips is the number of store requests (a scan is one, whatever it returns).
+func (c Counts) RoundTrips() int64 {
+	var n int64
+	for _, k := range c.N {
+		n += k
+	}
+	return n
+}
+
+// PerOp averages c over n operations.
+func (c Counts) PerOp(n int) StoreOps {
+	if n == 0 {
+		return StoreOps{}
+	}
+	f := float64(n)
+	avg := func(k int) float64 { return float64(c.N[k]) / f }
+	avgUS := func(k int) float64 { return us(c.Time[k]) / f }
+	return StoreOps{
+		Scans: avg(reqScan), ScannedRows: float64(c.ScannedRows) / f, Gets: avg(reqGet), Updates: avg(reqUpdate), Deletes: avg(reqDelete),
+		ScanUS: avgUS(reqScan), GetUS: avgUS(reqGet), UpdateUS: avgUS(reqUpdate), DeleteUS: avgUS(reqDelete),
+	}
+}
+
+// StoreOps are the store requests one benchmarked operation issued, and the time it spent in
+// each kind, on average.
+type StoreOps struct {
+	Scans       float64 `json:"scans"`
+	ScannedRows float64 `json:"scanned_rows"` // rows returned by those scans
+	Gets        float64 `json:"gets"`
+	Updates     float64 `json:"updates"`
+	Deletes     float64 `json:"deletes"`
+	ScanUS      float64 `json:"scan_us"`
+	GetUS       float64 `json:"get_us"`
+	UpdateUS    float64 `json:"update_us"`
+	DeleteUS    float64 `json:"delete_us"`
+}
+
+// RoundTrips is the average number of store requests.
+func (s StoreOps) RoundTrips() float64 { return s.Gets + s.Updates + s.Scans + s.Deletes }
+
+// StoreUS is the average time spent in the store.
+func (s StoreOps) StoreUS() float64 { return s.ScanUS + s.GetUS + s.UpdateUS + s.DeleteUS }
+
+// String renders the requests as "1 scan (21 rows) + 1 get + 1.03 updates".
+func (s StoreOps) String() string {
+	var parts []string
+	term := func(n float64, one, many string) {
+		if n < 0.005 {
+			return
+		}
+		name := many
+		if num(n) == "1" {
+			name = one
+		}
+		parts = append(parts, num(n)+" "+name)
+	}
+	term(s.Scans, "scan", "scans")
+	if len(parts) > 0 {
+		parts[0] += " (" + num(s.ScannedRows/s.Scans) + " rows)"
+	}
+	term(s.Gets, "get", "gets")
+	term(s.Updates, "update", "updates")
+	term(s.Deletes, "delete", "deletes")
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " + ")
+}
+
+// num formats an average: whole numbers without decimals, others with two.
+func num(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 2, 64)
+	return strings.TrimSuffix(s, ".00")
+}
+
+// Counter counts the requests of every countingDriver that shares it.
+type Counter struct {
+	n           [numReqKinds]atomic.Int64
+	ns          [numReqKinds]atomic.Int64
+	scannedRows atomic.Int64
+}
+
+// Snapshot returns the counts so far.
+func (c *Counter) Snapshot() Counts {
+	var s Counts
+	for k := range s.N {
+		s.N[k], s.Time[k] = c.n[k].Load(), time.Duration(c.ns[k].Load())
+	}
+	s.ScannedRows = c.scannedRows.Load()
+	return s
+}
+
+func (c *Counter) done(kind int, start time.Time) {
+	c.ns[kind].Add(int64(time.Since(start)))
+	c.n[kind].Add(1)
+}
+
+// countingDriver is a store.Driver decorator that counts requests and times them, so a report
+// can say what an exactly-once operation costs in store round trips, which is what its latency
+// is made of.
+type countingDriver struct {
+	store.Driver
+	c *Counter
+}
+
+func (d countingDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
+	defer d.c.done(reqGet, time.Now())
+	return d.Driver.Get(ctx, key)
+}
+
+func (d countingDriver) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	defer d.c.done(reqUpdate, time.Now())
+	return d.Driver.Update(ctx, key, cond, upd)
+}
+
+func (d countingDriver) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+	defer d.c.done(reqScan, time.Now())
+	rows, err := d.Driver.Scan(ctx, partition, opts)
+	d.c.scannedRows.Add(int64(len(rows)))
+	return rows, err
+}
+
+func (d countingDriver) Delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
+	defer d.c.done(reqDelete, time.Now())
+	return d.Driver.Delete(ctx, key, cond)
+}
+
+// openCounted opens the table at rawURL with its driver wrapped to count into c.
+func openCounted(ctx context.Context, rawURL string, c *Counter) (*store.Table, error) {
+	t, err := store.Open(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return store.NewTable(countingDriver{Driver: t.Driver(), c: c}, t.Name()), nil
+}
+
+// siblingURL names another table next to the one at rawURL, so each SSF of the benchmark has
+// its own table (Beldi's data sovereignty) on the same backend.
+func siblingURL(rawURL, suffix string) (string, error) {
+	u, err := store.ParseURL(rawURL)
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "sqlite":
+		q := u.Query
+		q.Set("table", u.Param("table", sqlitestore.DefaultTable)+"_"+suffix)
+		return (&url.URL{Scheme: "sqlite", Path: u.Path, RawQuery: q.Encode()}).String(), nil
+	case "mem":
+		host := u.Host
+		if host != "" {
+			host += "_" + suffix // mem:// alone is already a fresh private table
+		}
+		out := "mem://" + host
+		if len(u.Query) > 0 {
+			out += "?" + u.Query.Encode()
+		}
+		return out, nil
+	}
+	return "", fmt.Errorf("bench: store URL %s: the benchmark knows how to give each SSF its own table only on sqlite:// and mem:// stores", u.Redacted())
+}
