@@ -283,13 +283,15 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 			return Result{}, rt.abandon(req.InstanceID, err)
 		}
 		if created {
-			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID}); err != nil {
+			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID, Async: true}); err != nil {
 				rt.log.Warn("asynchronous start failed; the intent collector will run the instance", "instance", req.InstanceID, "err", err)
 			}
 		}
 		return Result{}, nil
 	}
-	return rt.execute(ctx, in, !created)
+	// The start spawned by an asynchronous registration is the instance's first run.
+	firstRun := created || (req.Async && req.Caller == nil && in.async)
+	return rt.execute(ctx, in, !firstRun)
 }
 
 // execute runs the handler for an instance whose intent exists and is not done.
