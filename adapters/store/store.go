@@ -42,6 +42,11 @@ type ScanOptions struct {
 	// Projection limits the returned attributes; nil returns all of them. A path naming a map
 	// entry (Attr("m").Entry("k")) returns the map with only that entry, if present.
 	Projection []Path
+	// Reverse returns rows in descending sort-key order.
+	Reverse bool
+	// Limit, when positive, returns at most that many rows (the first in the scan's order).
+	// Reverse with Limit 1 reads the last row of a partition in one request.
+	Limit int
 }
 
 // UpdateResult reports a conditional update's outcome.
@@ -67,8 +72,9 @@ type Driver interface {
 	// Update atomically applies upd if cond holds on the row's current state, creating the row if
 	// it does not exist (a missing row is evaluated as having no attributes).
 	Update(ctx context.Context, key Key, cond Cond, upd Update) (UpdateResult, error)
-	// Scan returns every row of one partition ordered by sort key. Each row is read atomically;
-	// the scan as a whole is not a snapshot.
+	// Scan returns the rows of one partition ordered by sort key (ascending, or descending with
+	// Reverse), at most Limit of them when Limit > 0. Each row is read atomically; the scan as a
+	// whole is not a snapshot.
 	Scan(ctx context.Context, partition string, opts ScanOptions) ([]Row, error)
 	// Delete removes the row if cond holds; deleting a missing row whose condition holds is not
 	// an error. It reports whether a row was removed.
@@ -77,6 +83,37 @@ type Driver interface {
 	Limits() Limits
 	// Close releases the driver's resources.
 	Close() error
+}
+
+// BatchUpdate is one conditional update in a batch.
+type BatchUpdate struct {
+	Key    Key
+	Cond   Cond
+	Update Update
+}
+
+// Batcher is an optional Driver interface for backends that can apply several conditional
+// updates in one request (a SQL transaction, DynamoDB TransactWriteItems). Each update must
+// behave exactly as Update would: its condition evaluated on its row's current state and its
+// result returned in order. Callers must not rely on the batch being all-or-nothing.
+type Batcher interface {
+	UpdateBatch(ctx context.Context, ups []BatchUpdate) ([]UpdateResult, error)
+}
+
+// UpdateBatch applies ups with the driver's Batcher if it has one, else one Update at a time.
+func UpdateBatch(ctx context.Context, d Driver, ups []BatchUpdate) ([]UpdateResult, error) {
+	if b, ok := d.(Batcher); ok {
+		return b.UpdateBatch(ctx, ups)
+	}
+	out := make([]UpdateResult, len(ups))
+	for i, u := range ups {
+		r, err := d.Update(ctx, u.Key, u.Cond, u.Update)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 // Errors every driver maps its native errors onto, so callers can test with errors.Is.

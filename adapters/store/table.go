@@ -64,6 +64,24 @@ func (t *Table) Update(ctx context.Context, key Key, cond Cond, upd Update) (Upd
 	return r, t.wrap("update", key, err)
 }
 
+// UpdateBatch applies several conditional updates, in one request where the driver can (see
+// Batcher); each behaves as Update.
+func (t *Table) UpdateBatch(ctx context.Context, ups []BatchUpdate) ([]UpdateResult, error) {
+	for _, u := range ups {
+		if err := t.check(u.Key); err != nil {
+			return nil, t.wrap("update batch", u.Key, err)
+		}
+		if err := u.Update.Validate(); err != nil {
+			return nil, t.wrap("update batch", u.Key, err)
+		}
+	}
+	if len(ups) == 0 {
+		return nil, nil
+	}
+	rs, err := UpdateBatch(ctx, t.drv, ups)
+	return rs, t.wrap("update batch", ups[0].Key, err)
+}
+
 // Put stores attrs as the whole row, unconditionally.
 func (t *Table) Put(ctx context.Context, key Key, attrs Attrs) error {
 	if err := ValidateAttrs(attrs); err != nil {

@@ -52,28 +52,19 @@ func (rt *Runtime) scanChain(ctx context.Context, part string, proj []store.Path
 	}
 }
 
-// readValue returns the item's current value: the tail's (Beldi Fig. 5, first half).
+// readValue returns the item's current value with one request: the value of the row with the
+// highest id. Ids increase along the list, rows after the tail can only be a successor being
+// appended (created holding its full predecessor's final value), and the collector removes only
+// rows before the tail, so the last row always holds the current value (Beldi Fig. 5 reads the
+// tail found by a scan; this is the same value without the scan).
 func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, error) {
-	part := dataPartition(table, key)
-	chain, _, err := rt.scanChain(ctx, part, []store.Path{store.Attr(attrNextRow)})
-	if err != nil || len(chain) == 0 {
+	rows, err := rt.st.Scan(ctx, dataPartition(table, key), store.ScanOptions{
+		Reverse: true, Limit: 1, Projection: []store.Path{store.Attr(attrValue)}})
+	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	for row := chain[len(chain)-1].id; ; {
-		a, found, err := rt.st.Get(ctx, store.Key{Partition: part, Sort: row})
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, fmt.Errorf("%w: %s: linked row %s vanished", ErrCorrupt, part, row)
-		}
-		next, ok := a[attrNextRow].(string)
-		if !ok {
-			v, _ := a[attrValue].([]byte)
-			return v, nil
-		}
-		row = next // the scan missed rows appended since; the tail is further on
-	}
+	v, _ := rows[0].Attrs[attrValue].([]byte)
+	return v, nil
 }
 
 // writeDAAL performs one logged write (cond == nil) or conditional write of val under logKey lk

@@ -30,6 +30,15 @@ type Env struct {
 	replaying bool
 	deadline  time.Time
 	err       error
+	// unlogged holds read-log entries not yet written: a read only needs its value durable
+	// before the next externally visible effect, so entries travel together in one batch then
+	// (flush), and reads after the last effect are never written.
+	unlogged []unloggedRead
+}
+
+type unloggedRead struct {
+	step  int
+	value []byte
 }
 
 // InstanceID is the instance's id, stable across re-executions.
@@ -106,6 +115,9 @@ func (e *Env) Write(table, key string, value any) error {
 	if err != nil {
 		return err
 	}
+	if err := e.flush(); err != nil {
+		return err
+	}
 	_, err = e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), val, nil)
 	if err != nil {
 		return e.fail(err)
@@ -123,6 +135,9 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, er
 	}
 	val, err := e.encodeValue(table, key, value)
 	if err != nil {
+		return false, err
+	}
+	if err := e.flush(); err != nil {
 		return false, err
 	}
 	ok, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), val, &cond)
@@ -162,6 +177,9 @@ func (e *Env) invoke(callee string, input any, async bool) (Result, error) {
 	in, err := json.Marshal(input)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: input for %s is not JSON-encodable: %v", ErrBadInput, callee, err)
+	}
+	if err := e.flush(); err != nil {
+		return Result{}, err
 	}
 	logRow := invokeLogKey(e.id, step)
 	r, err := e.rt.st.Update(e.ctx, logRow, store.RowAbsent(), store.Update{
@@ -262,6 +280,9 @@ func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (j
 		}
 		return logged, nil
 	}
+	if err := e.flush(); err != nil { // the call is an external effect
+		return nil, err
+	}
 	out, err := fn(e.ctx)
 	if err != nil {
 		return nil, err // not logged: a re-execution calls fn again
@@ -269,12 +290,18 @@ func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (j
 	if !json.Valid(out) {
 		return nil, fmt.Errorf("%w: external call returned invalid JSON", ErrBadInput)
 	}
-	return e.logged(step, func() ([]byte, error) { return out, nil })
+	// Logged at once, not deferred: the sooner it is durable, the fewer calls repeat.
+	e.unlogged = append(e.unlogged, unloggedRead{step: step, value: out})
+	if err := e.flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// logged runs produce for this step unless a previous execution logged a value, and logs its
-// result so every execution of the instance sees the first logged value (Beldi Fig. 5).
-// Producing need not be atomic with logging: until logged, nothing external depended on it.
+// logged runs produce for this step unless a previous execution logged a value, and queues
+// the result for the read log, so every execution that performs an effect after this step sees
+// the first logged value (Beldi Fig. 5). Producing need not be atomic with logging: until
+// logged, nothing external depended on it.
 func (e *Env) logged(step int, produce func() ([]byte, error)) ([]byte, error) {
 	if e.replaying {
 		if v, found, err := e.rt.readLog(e.ctx, e.id, step); err != nil || found {
@@ -288,19 +315,37 @@ func (e *Env) logged(step int, produce func() ([]byte, error)) ([]byte, error) {
 	if err != nil {
 		return nil, e.fail(err)
 	}
-	upd := store.Update{store.SetAttr(store.Attr(attrKind), "read")}
-	if v != nil {
-		upd = append(upd, store.SetAttr(store.Attr(attrValue), v))
+	e.unlogged = append(e.unlogged, unloggedRead{step: step, value: v})
+	return v, nil
+}
+
+// flush writes the queued read-log entries, in one request where the store can batch. An entry
+// another execution of this instance already logged with a different value means this
+// execution went down a path that execution did not: it stops before acting on it, and a
+// re-execution replays the logged values.
+func (e *Env) flush() error {
+	if len(e.unlogged) == 0 {
+		return nil
 	}
-	r, err := e.rt.st.Update(e.ctx, readLogKey(e.id, step), store.RowAbsent(), upd)
+	ups := make([]store.BatchUpdate, len(e.unlogged))
+	for i, r := range e.unlogged {
+		upd := store.Update{store.SetAttr(store.Attr(attrKind), "read")}
+		if r.value != nil {
+			upd = append(upd, store.SetAttr(store.Attr(attrValue), r.value))
+		}
+		ups[i] = store.BatchUpdate{Key: readLogKey(e.id, r.step), Cond: store.RowAbsent(), Update: upd}
+	}
+	rs, err := e.rt.st.UpdateBatch(e.ctx, ups)
 	if err != nil {
-		return nil, e.fail(err)
+		return e.fail(err)
 	}
-	if r.Applied {
-		return v, nil
+	for i, r := range rs {
+		if logged, _ := r.Attrs[attrValue].([]byte); !r.Applied && !bytes.Equal(logged, e.unlogged[i].value) {
+			return e.fail(fmt.Errorf("%w: step %d of instance %s", ErrDiverged, e.unlogged[i].step, e.id))
+		}
 	}
-	logged, _ := r.Attrs[attrValue].([]byte)
-	return logged, nil
+	e.unlogged = e.unlogged[:0]
+	return nil
 }
 
 func (rt *Runtime) readLog(ctx context.Context, id string, step int) ([]byte, bool, error) {

@@ -283,13 +283,15 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 			return Result{}, rt.abandon(req.InstanceID, err)
 		}
 		if created {
-			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID}); err != nil {
+			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID, Async: true}); err != nil {
 				rt.log.Warn("asynchronous start failed; the intent collector will run the instance", "instance", req.InstanceID, "err", err)
 			}
 		}
 		return Result{}, nil
 	}
-	return rt.execute(ctx, in, !created)
+	// The start spawned by an asynchronous registration is the instance's first run.
+	firstRun := created || (req.Async && req.Caller == nil && in.async)
+	return rt.execute(ctx, in, !firstRun)
 }
 
 // execute runs the handler for an instance whose intent exists and is not done.
@@ -320,14 +322,21 @@ func (rt *Runtime) execute(ctx context.Context, in *intent, replaying bool) (Res
 	// The callback must land before the intent is marked done: once done, the GC may forget
 	// the instance, and a caller still waiting would re-invoke it (Beldi Fig. 9).
 	if in.caller != nil && !in.async {
+		// The callback shows the result to the caller: the reads it depends on go first.
+		if err := env.flush(); err != nil {
+			return Result{}, rt.abandon(in.id, err)
+		}
 		if err := rt.callback(ctx, *in.caller, in.id, res); err != nil {
 			return Result{}, rt.abandon(in.id, err)
 		}
 	}
-	if err := rt.markDone(ctx, in.id, res); err != nil {
+	// Reads still unlogged need no log: "done" is set once, with the result, and no execution
+	// of a done instance runs again. A concurrent execution that got here first wins.
+	final, err := rt.markDone(ctx, in.id, res)
+	if err != nil {
 		return Result{}, rt.abandon(in.id, err)
 	}
-	return res, nil
+	return final, nil
 }
 
 // runHandler calls the handler, turning a panic into an application error: a deterministic
@@ -342,18 +351,31 @@ func (rt *Runtime) runHandler(env *Env, args json.RawMessage) (out any, err erro
 	return rt.cfg.Handler(env, args)
 }
 
-func (rt *Runtime) markDone(ctx context.Context, id string, res Result) error {
+// markDone records the result and marks the intent done, unless another execution already
+// did; it returns the result that stands.
+func (rt *Runtime) markDone(ctx context.Context, id string, res Result) (Result, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
-	if _, err := rt.st.Update(ctx, intentKey(id), store.RowExists(), store.Update{
+	r, err := rt.st.Update(ctx, intentKey(id), store.Equal(store.Attr(attrDone), false), store.Update{
 		store.SetAttr(store.Attr(attrDone), true),
 		store.SetAttr(store.Attr(attrResult), b),
-	}); err != nil {
-		return err
+	})
+	if err != nil {
+		return Result{}, err
 	}
-	return rt.moveToFinished(ctx, id)
+	if !r.Applied {
+		in, err := decodeIntent(id, r.Attrs)
+		if err != nil {
+			return Result{}, err
+		}
+		if !in.done {
+			return Result{}, fmt.Errorf("%w: intent %s vanished before it was done", ErrCorrupt, id)
+		}
+		res = in.result
+	}
+	return res, rt.moveToFinished(ctx, id)
 }
 
 // moveToFinished moves a done intent from the pending index to the finished index, in that

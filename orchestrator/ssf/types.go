@@ -92,6 +92,9 @@ var (
 	ErrValueTooLarge = errors.New("ssf: value too large for the store")
 	// ErrBadInput: a request or argument is malformed.
 	ErrBadInput = errors.New("ssf: bad input")
+	// ErrDiverged: another execution of the same instance logged a different value for a step
+	// this execution has used; it stops before acting on it, and a re-execution replays the log.
+	ErrDiverged = errors.New("ssf: execution diverged from a concurrent execution of the same instance")
 	// ErrCrashed is what fault injectors return to simulate a crash at a point.
 	ErrCrashed = errors.New("ssf: crash injected")
 )

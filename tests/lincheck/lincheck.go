@@ -4,10 +4,13 @@
 // Many clients run SSF instances that each perform a few Read, Write and CondWrite steps on a
 // small set of shared keys, while the store adds random delays around every call (widening race
 // windows), executions crash at random points, the intent collector re-runs them, and garbage
-// collectors with a short bound T unlink and delete DAAL rows concurrently. Every step is
-// recorded with the earliest time any execution issued it and the earliest time one returned
-// it (a re-execution replays the logged outcome, so the effect happened inside that interval),
-// and porcupine checks each key's history against a register with compare-and-swap.
+// collectors with a short bound T unlink and delete DAAL rows concurrently. Each instance
+// returns what its steps saw and wrote; the history takes those from the execution whose result
+// stands, with the earliest time any execution issued the step and the earliest time one
+// returned that same outcome (so the real operation lies inside the interval). Writes depend on
+// earlier reads ("incr" writes the value read plus one), so a value from an execution that lost
+// to another would show up as a write no linearization explains. Porcupine checks each key's
+// history against a register with compare-and-swap.
 package lincheck
 
 import (
@@ -18,7 +21,7 @@ import (
 	"log/slog"
 	"math/rand"
 	"sort"
-	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +46,8 @@ type Options struct {
 	Crash    float64       // probability of a crash at each injection point
 }
 
-// op is one step an instance performs; kinds: read, write, cas.
+// op is one step an instance performs; kinds: read, write, cas, and incr (write the value this
+// instance last read for the key, plus one; a plain write if it has not read it).
 type op struct {
 	Kind   string          `json:"kind"`
 	Key    string          `json:"key"`
@@ -56,61 +60,73 @@ type input struct {
 	Ops    []op `json:"ops"`
 }
 
-// event is what the history keeps per (instance, step).
-type event struct {
-	client          int
-	op              op
-	call, ret       int64
-	returned        bool
-	output, output2 string // output2: a disagreeing output from another execution, if any
+// outcome is what one step saw (a read's value, a cas's result) and wrote.
+type outcome struct {
+	Out     string `json:"out"`
+	Written int    `json:"written"`
+}
+
+// timing is what the recorder keeps per (instance, step) across executions.
+type timing struct {
+	call    int64
+	returns map[outcome]int64 // earliest return of each outcome seen
 }
 
 type recorder struct {
-	mu     sync.Mutex
-	start  time.Time
-	events map[string]*event
+	mu    sync.Mutex
+	start time.Time
+	steps map[string]*timing
 }
 
 func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
 
-func (r *recorder) called(id string, i int, client int, o op) {
+func stepKey(id string, i int) string { return fmt.Sprintf("%s/%d", id, i) }
+
+func (r *recorder) called(id string, i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := fmt.Sprintf("%s/%d", id, i)
-	if _, ok := r.events[k]; !ok {
-		r.events[k] = &event{client: client, op: o, call: r.now()}
+	if _, ok := r.steps[stepKey(id, i)]; !ok {
+		r.steps[stepKey(id, i)] = &timing{call: r.now(), returns: map[outcome]int64{}}
 	}
 }
 
-func (r *recorder) returned(id string, i int, out string) {
+func (r *recorder) returned(id string, i int, o outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.events[fmt.Sprintf("%s/%d", id, i)]
-	if !e.returned {
-		e.returned, e.ret, e.output = true, r.now(), out
-	} else if out != e.output {
-		e.output2 = out
+	t := r.steps[stepKey(id, i)]
+	if _, ok := t.returns[o]; !ok {
+		t.returns[o] = r.now()
 	}
 }
 
-// handler performs the instance's steps through env and records them.
+// handler performs the instance's steps through env, records their timing, and returns their
+// outcomes as the instance's result.
 func (r *recorder) handler(env *ssf.Env, raw json.RawMessage) (any, error) {
 	var in input
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, err
 	}
+	seen := map[string]int{}
+	outs := make([]outcome, len(in.Ops))
 	for i, o := range in.Ops {
-		r.called(env.InstanceID(), i, in.Client, o)
-		var out string
+		r.called(env.InstanceID(), i)
+		var out outcome
 		switch o.Kind {
 		case "read":
 			v, err := env.Read("kv", o.Key)
 			if err != nil {
 				return nil, err
 			}
-			out = string(v)
-		case "write":
-			if err := env.Write("kv", o.Key, o.Value); err != nil {
+			out.Out = string(v)
+			if n, err := strconv.Atoi(out.Out); err == nil {
+				seen[o.Key] = n
+			}
+		case "write", "incr":
+			out.Written = o.Value
+			if n, ok := seen[o.Key]; ok && o.Kind == "incr" {
+				out.Written = n + 1
+			}
+			if err := env.Write("kv", o.Key, out.Written); err != nil {
 				return nil, err
 			}
 		case "cas":
@@ -122,11 +138,12 @@ func (r *recorder) handler(env *ssf.Env, raw json.RawMessage) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = fmt.Sprint(ok)
+			out.Out, out.Written = fmt.Sprint(ok), o.Value
 		}
 		r.returned(env.InstanceID(), i, out)
+		outs[i] = out
 	}
-	return nil, nil
+	return outs, nil
 }
 
 // delayingDriver sleeps a random time before and after every call, widening race windows.
@@ -167,7 +184,7 @@ func (d *delayingDriver) Update(ctx context.Context, k store.Key, c store.Cond, 
 // then reads each one separately, pausing in between, so rows may change or vanish under it.
 func (d *delayingDriver) Scan(ctx context.Context, p string, o store.ScanOptions) ([]store.Row, error) {
 	d.pause()
-	keys, err := d.Driver.Scan(ctx, p, store.ScanOptions{Projection: []store.Path{}})
+	keys, err := d.Driver.Scan(ctx, p, store.ScanOptions{Projection: []store.Path{}, Reverse: o.Reverse, Limit: o.Limit})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +228,7 @@ func (c *randomCrashes) Inject(context.Context, ssf.FaultPoint) error {
 // Run executes one randomized run and fails t if any key's history is not linearizable.
 func Run(t *testing.T, newStore StoreFactory, o Options) {
 	t.Logf("seed %d (rerun with SSFKIT_SEED=%d)", o.Seed, o.Seed)
-	rec := &recorder{start: time.Now(), events: map[string]*event{}}
+	rec := &recorder{start: time.Now(), steps: map[string]*timing{}}
 	crashes := &randomCrashes{rng: rand.New(rand.NewSource(o.Seed)), p: o.Crash}
 	base := newStore(t, "kv")
 	tbl := store.NewTable(&delayingDriver{Driver: base.Driver(), rng: rand.New(rand.NewSource(o.Seed + 1)), max: o.MaxDelay}, base.Name())
@@ -221,7 +238,7 @@ func Run(t *testing.T, newStore StoreFactory, o Options) {
 	rt, err := host.Add(ssf.Config{
 		Name: "kv", Store: tbl, Handler: rec.handler, RowCapacity: 2,
 		// T must cover an execution's lifetime plus one store call; the delays are sub-ms.
-		Lifetime: 250 * time.Millisecond, GCBound: 350 * time.Millisecond, RelaunchDelay: 50 * time.Millisecond,
+		Lifetime: 250 * time.Millisecond, GCBound: 350 * time.Millisecond, RelaunchDelay: 5 * time.Millisecond, // short: relaunches race the originals
 		Faults: crashes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -258,6 +275,9 @@ func Run(t *testing.T, newStore StoreFactory, o Options) {
 	}()
 
 	var clients sync.WaitGroup
+	var ids []string     // every instance submitted (a retried one more than once)
+	var inputs sync.Map  // id -> input
+	var results sync.Map // id -> the result that stands
 	deadline := time.Now().Add(o.Duration)
 	instances := 0
 	var instMu sync.Mutex
@@ -271,11 +291,13 @@ func Run(t *testing.T, newStore StoreFactory, o Options) {
 				in := input{Client: c}
 				for i := 0; i < 2+rng.Intn(3); i++ {
 					key := fmt.Sprintf("k%d", rng.Intn(o.Keys))
-					switch k := rng.Intn(3); {
+					switch k := rng.Intn(4); {
 					case k == 0:
 						in.Ops = append(in.Ops, op{Kind: "read", Key: key})
 					case k == 1:
 						in.Ops = append(in.Ops, op{Kind: "write", Key: key, Value: c*1_000_000 + n*10 + i})
+					case k == 2 && i > 0:
+						in.Ops = append(in.Ops, op{Kind: "incr", Key: in.Ops[i-1].Key, Value: c*1_000_000 + n*10 + i})
 					default:
 						expect := last[key]
 						if expect == nil {
@@ -285,29 +307,36 @@ func Run(t *testing.T, newStore StoreFactory, o Options) {
 					}
 				}
 				id := fmt.Sprintf("c%d-i%d", c, n)
+				instMu.Lock()
+				ids = append(ids, id)
+				instMu.Unlock()
+				inputs.Store(id, in)
 				res, err := host.Invoke(ctx, "kv", id, in)
 				if err != nil {
-					// Accepted (intent registered) or not, the collector or a retry finishes it.
-					if st, _ := rt.Intent(ctx, id); !st.Exists {
-						n-- // never accepted: the client retries the same request
+					// Accepted requests are finished by the intent collector; the client waits for
+					// the result. A request never accepted is retried.
+					var ok bool
+					if res, ok = awaitResult(ctx, rt, id); !ok {
+						n--
+						continue
 					}
-					_ = res
 				}
+				results.Store(id, res)
 				instMu.Lock()
 				instances++
 				instMu.Unlock()
 				// Remember values this client read, to aim its compare-and-swaps.
-				rec.mu.Lock()
+				var outs []outcome
+				_ = json.Unmarshal(res.Output, &outs)
 				for i, o := range in.Ops {
-					if e := rec.events[fmt.Sprintf("%s/%d", id, i)]; e != nil && e.returned && o.Kind == "read" {
-						v := e.output
+					if o.Kind == "read" && i < len(outs) {
+						v := outs[i].Out
 						if v == "" {
 							v = "null"
 						}
 						last[o.Key] = json.RawMessage(v)
 					}
 				}
-				rec.mu.Unlock()
 			}
 		}()
 	}
@@ -341,19 +370,52 @@ func Run(t *testing.T, newStore StoreFactory, o Options) {
 		t.Fatalf("the run did not exercise what it checks (rows deleted %d, crashes %d, re-executions %d): lengthen Duration",
 			gc.RowsDeleted, crashes.count, st.Reexecutions)
 	}
-	check(t, rec)
+	check(t, rec, ids, &inputs, &results)
 }
 
-func check(t *testing.T, rec *recorder) {
+// awaitResult waits for an accepted instance to finish; false means it was never accepted.
+func awaitResult(ctx context.Context, rt *ssf.Runtime, id string) (ssf.Result, bool) {
+	for {
+		st, err := rt.Intent(ctx, id)
+		if err == nil && !st.Exists {
+			return ssf.Result{}, false
+		}
+		if st.Done {
+			return st.Result, true
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// check builds the history from the outcomes of the executions whose results stand and asks
+// porcupine whether it is linearizable.
+func check(t *testing.T, rec *recorder, ids []string, inputs, results *sync.Map) {
 	var history []porcupine.Operation
-	for k, e := range rec.events {
-		if !e.returned {
-			t.Fatalf("step %s never returned although its instance finished", k)
+	done := map[string]bool{}
+	for _, id := range ids {
+		if done[id] {
+			continue
 		}
-		if e.output2 != "" {
-			t.Fatalf("step %s returned %q in one execution and %q in another: not exactly-once", k, e.output, e.output2)
+		done[id] = true
+		r, ok := results.Load(id)
+		if !ok {
+			t.Fatalf("instance %s: the client never got a result", id)
 		}
-		history = append(history, porcupine.Operation{ClientId: e.client, Input: e.op, Call: e.call, Output: e.output, Return: e.ret})
+		res := r.(ssf.Result)
+		var outs []outcome
+		if err := json.Unmarshal(res.Output, &outs); err != nil || res.Error != "" {
+			t.Fatalf("instance %s result %+v: %v", id, res, err)
+		}
+		v, _ := inputs.Load(id)
+		in := v.(input)
+		for i, o := range outs {
+			tm := rec.steps[stepKey(id, i)]
+			ret, ok := tm.returns[o]
+			if !ok {
+				t.Fatalf("step %s/%d: the result says %+v, which no execution returned", id, i, o)
+			}
+			history = append(history, porcupine.Operation{ClientId: in.Client, Input: step{in.Ops[i], o.Written}, Call: tm.call, Output: o.Out, Return: ret})
+		}
 	}
 	res, info := porcupine.CheckOperationsVerbose(registerModel, history, time.Minute)
 	switch res {
@@ -362,12 +424,16 @@ func check(t *testing.T, rec *recorder) {
 	case porcupine.Unknown:
 		t.Fatalf("porcupine timed out on %d operations", len(history))
 	default:
-		var b strings.Builder
-		_ = porcupine.Visualize(registerModel, info, &b)
 		path := t.TempDir() + "/history.html"
 		_ = porcupine.VisualizePath(registerModel, info, path)
 		t.Fatalf("history of %d operations is NOT linearizable; visualization: %s", len(history), path)
 	}
+}
+
+// step is a history entry's input: the op and the value it wrote (incr decides at run time).
+type step struct {
+	op
+	written int
 }
 
 // registerModel is a map of registers, partitioned by key. State is the value's JSON ("" when
@@ -376,7 +442,7 @@ var registerModel = porcupine.Model{
 	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 		byKey := map[string][]porcupine.Operation{}
 		for _, o := range h {
-			k := o.Input.(op).Key
+			k := o.Input.(step).Key
 			byKey[k] = append(byKey[k], o)
 		}
 		keys := make([]string, 0, len(byKey))
@@ -392,12 +458,12 @@ var registerModel = porcupine.Model{
 	},
 	Init: func() any { return "" },
 	Step: func(state, in, out any) (bool, any) {
-		s, o := state.(string), in.(op)
+		s, o := state.(string), in.(step)
 		switch o.Kind {
 		case "read":
 			return out.(string) == s, s
-		case "write":
-			return true, fmt.Sprint(o.Value)
+		case "write", "incr":
+			return true, fmt.Sprint(o.written)
 		default:
 			match := s == string(o.Expect) || (s == "" && string(o.Expect) == "null")
 			if out.(string) != fmt.Sprint(match) {
@@ -410,12 +476,12 @@ var registerModel = porcupine.Model{
 		}
 	},
 	DescribeOperation: func(in, out any) string {
-		o := in.(op)
+		o := in.(step)
 		switch o.Kind {
 		case "read":
 			return fmt.Sprintf("read(%s) -> %s", o.Key, out)
-		case "write":
-			return fmt.Sprintf("write(%s, %d)", o.Key, o.Value)
+		case "write", "incr":
+			return fmt.Sprintf("%s(%s, %d)", o.Kind, o.Key, o.written)
 		}
 		return fmt.Sprintf("cas(%s, %s -> %d) -> %s", o.Key, o.Expect, o.Value, out)
 	},

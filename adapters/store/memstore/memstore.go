@@ -110,7 +110,10 @@ func (m *Driver) Scan(_ context.Context, partition string, opts store.ScanOption
 	for sk, a := range p {
 		rows = append(rows, store.Row{Key: store.Key{Partition: partition, Sort: sk}, Attrs: a.Project(opts.Projection)})
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Key.Sort < rows[j].Key.Sort })
+	sort.Slice(rows, func(i, j int) bool { return (rows[i].Key.Sort < rows[j].Key.Sort) != opts.Reverse })
+	if opts.Limit > 0 && len(rows) > opts.Limit {
+		rows = rows[:opts.Limit]
+	}
 	return rows, nil
 }
 

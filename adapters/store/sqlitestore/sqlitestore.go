@@ -53,7 +53,7 @@ type Driver struct {
 	limits store.Limits
 	closed atomic.Bool
 
-	get, scan, put, del *sql.Stmt
+	get, scan, scanDesc, put, del *sql.Stmt
 }
 
 // sharedConn is the process's single connection to one database file.
@@ -208,7 +208,9 @@ func (d *Driver) init(ctx context.Context) error {
 		sql  string
 	}{
 		{&d.get, `SELECT attrs FROM ` + t + ` WHERE pk = ? AND sk = ?`},
-		{&d.scan, `SELECT sk, attrs FROM ` + t + ` WHERE pk = ? ORDER BY sk`},
+		// LIMIT -1 means no limit in SQLite, so one statement per direction serves every Limit.
+		{&d.scan, `SELECT sk, attrs FROM ` + t + ` WHERE pk = ? ORDER BY sk LIMIT ?`},
+		{&d.scanDesc, `SELECT sk, attrs FROM ` + t + ` WHERE pk = ? ORDER BY sk DESC LIMIT ?`},
 		{&d.put, `INSERT INTO ` + t + ` (pk, sk, attrs) VALUES (?, ?, ?) ON CONFLICT (pk, sk) DO UPDATE SET attrs = excluded.attrs`},
 		{&d.del, `DELETE FROM ` + t + ` WHERE pk = ? AND sk = ?`},
 	} {
@@ -259,33 +261,63 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 }
 
 func (d *Driver) update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	rs, err := d.inTx(ctx, []store.BatchUpdate{{Key: key, Cond: cond, Update: upd}})
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	return rs[0], nil
+}
+
+// UpdateBatch implements store.Batcher: every update in one transaction, so one commit.
+func (d *Driver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	if d.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	for _, u := range ups {
+		if err := u.Update.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	rs, err := d.inTx(ctx, ups)
+	return rs, d.wrap(ctx, err)
+}
+
+// inTx applies each conditional update in turn within one BEGIN IMMEDIATE transaction, which
+// holds the write lock from the first read, so no other writer interleaves.
+func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	tx, err := d.conn.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE, via _txlock
 	if err != nil {
-		return store.UpdateResult{}, err
+		return nil, err
 	}
 	defer tx.Rollback()
-	cur, exists, err := d.read(ctx, tx.StmtContext(ctx, d.get), key)
-	if err != nil {
-		return store.UpdateResult{}, err
-	}
-	if !cond.Eval(cur, exists) {
-		return store.UpdateResult{Attrs: cur}, nil
-	}
-	next, err := upd.Apply(cur)
-	if err != nil {
-		return store.UpdateResult{}, err
-	}
-	blob := store.EncodeAttrs(next)
-	if n := len(key.Partition) + len(key.Sort) + len(blob); n > d.limits.MaxRowBytes {
-		return store.UpdateResult{}, fmt.Errorf("%w: %d bytes > %d", store.ErrTooLarge, n, d.limits.MaxRowBytes)
-	}
-	if _, err := tx.StmtContext(ctx, d.put).ExecContext(ctx, key.Partition, key.Sort, blob); err != nil {
-		return store.UpdateResult{}, err
+	get, put := tx.StmtContext(ctx, d.get), tx.StmtContext(ctx, d.put)
+	out := make([]store.UpdateResult, len(ups))
+	for i, u := range ups {
+		cur, exists, err := d.read(ctx, get, u.Key)
+		if err != nil {
+			return nil, err
+		}
+		if !u.Cond.Eval(cur, exists) {
+			out[i] = store.UpdateResult{Attrs: cur}
+			continue
+		}
+		next, err := u.Update.Apply(cur)
+		if err != nil {
+			return nil, err
+		}
+		blob := store.EncodeAttrs(next)
+		if n := len(u.Key.Partition) + len(u.Key.Sort) + len(blob); n > d.limits.MaxRowBytes {
+			return nil, fmt.Errorf("%w: row %s: %d bytes > %d", store.ErrTooLarge, u.Key, n, d.limits.MaxRowBytes)
+		}
+		if _, err := put.ExecContext(ctx, u.Key.Partition, u.Key.Sort, blob); err != nil {
+			return nil, err
+		}
+		out[i] = store.UpdateResult{Applied: true, Attrs: next}
 	}
 	if err := tx.Commit(); err != nil {
-		return store.UpdateResult{}, err
+		return nil, err
 	}
-	return store.UpdateResult{Applied: true, Attrs: next}, nil
+	return out, nil
 }
 
 // Scan implements store.Driver.
@@ -298,7 +330,14 @@ func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOpti
 }
 
 func (d *Driver) scanRows(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
-	rs, err := d.scan.QueryContext(ctx, partition)
+	stmt, limit := d.scan, opts.Limit
+	if opts.Reverse {
+		stmt = d.scanDesc
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	rs, err := stmt.QueryContext(ctx, partition, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +405,7 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, s := range []*sql.Stmt{d.get, d.scan, d.put, d.del} {
+	for _, s := range []*sql.Stmt{d.get, d.scan, d.scanDesc, d.put, d.del} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

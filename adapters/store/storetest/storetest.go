@@ -45,6 +45,8 @@ func RunConformanceTests(t *testing.T, newHarness func(t *testing.T) store.Drive
 		{"FailedMutationChangesNothing", testFailedMutation},
 		{"ValueTypesRoundTrip", testValueTypes},
 		{"ScanOrder", testScanOrder},
+		{"ScanReverseLimit", testScanReverseLimit},
+		{"UpdateBatch", testUpdateBatch},
 		{"ScanPartitionIsolation", testScanIsolation},
 		{"ScanProjection", testScanProjection},
 		{"ScanEmptyPartition", testScanEmpty},
@@ -557,6 +559,67 @@ func testScanOrder(t *testing.T, d store.Driver) {
 	if !slices.Equal(got, want) {
 		t.Errorf("Scan order = %q, want %q", got, want)
 	}
+}
+
+func testScanReverseLimit(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	for _, s := range []string{"01", "03", "02", "10"} {
+		h.put(store.Key{Partition: "p", Sort: s}, store.Attrs{"s": s, "big": []byte("xxxxxxxx")})
+	}
+	h.put(store.Key{Partition: "q", Sort: "99"}, store.Attrs{"s": "other"})
+	for _, tc := range []struct {
+		name string
+		opts store.ScanOptions
+		want []string
+	}{
+		{"Limit", store.ScanOptions{Limit: 2}, []string{"01", "02"}},
+		{"Reverse", store.ScanOptions{Reverse: true}, []string{"10", "03", "02", "01"}},
+		{"ReverseLimit1", store.ScanOptions{Reverse: true, Limit: 1}, []string{"10"}},
+		{"LimitAboveSize", store.ScanOptions{Limit: 10}, []string{"01", "02", "03", "10"}},
+		{"ReverseLimitProjected", store.ScanOptions{Reverse: true, Limit: 1, Projection: []store.Path{store.Attr("s")}}, []string{"10"}},
+	} {
+		rows, err := d.Scan(t.Context(), "p", tc.opts)
+		if err != nil {
+			t.Fatalf("%s: Scan: %v", tc.name, err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Key.Sort)
+			if r.Attrs["s"] != r.Key.Sort {
+				t.Errorf("%s: row %s has attrs %v", tc.name, r.Key.Sort, r.Attrs)
+			}
+			if _, ok := r.Attrs["big"]; ok && tc.opts.Projection != nil {
+				t.Errorf("%s: projection not applied: %v", tc.name, r.Attrs)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: sort keys = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// testUpdateBatch runs through store.UpdateBatch, so it covers drivers with and without the
+// optional Batcher interface: each update behaves as Update, results in order.
+func testUpdateBatch(t *testing.T, d store.Driver) {
+	h := h{t, d}
+	h.put(key("taken"), store.Attrs{"v": "first"})
+	rs, err := store.UpdateBatch(t.Context(), d, []store.BatchUpdate{
+		{Key: key("new"), Cond: store.RowAbsent(), Update: store.Update{store.SetAttr(store.Attr("v"), "a")}},
+		{Key: key("taken"), Cond: store.RowAbsent(), Update: store.Update{store.SetAttr(store.Attr("v"), "b")}},
+		{Key: key("other"), Cond: store.Always(), Update: store.Update{store.AddInt(store.Attr("n"), 2)}},
+	})
+	if err != nil {
+		t.Fatalf("UpdateBatch: %v", err)
+	}
+	if len(rs) != 3 || !rs[0].Applied || rs[1].Applied || !rs[2].Applied {
+		t.Fatalf("UpdateBatch results %+v, want applied, not applied, applied", rs)
+	}
+	if rs[1].Attrs["v"] != "first" {
+		t.Errorf("failed update returned %v, want the current row", rs[1].Attrs)
+	}
+	h.expectRow(key("new"), store.Attrs{"v": "a"})
+	h.expectRow(key("taken"), store.Attrs{"v": "first"})
+	h.expectRow(key("other"), store.Attrs{"n": int64(2)})
 }
 
 func testScanIsolation(t *testing.T, d store.Driver) {
