@@ -638,8 +638,8 @@ func (d *demo) summary(before, after map[string]ssf.DAALShape, reclaimed bool) {
 	}
 	d.printf("  %-9s %10d %8d %10d %11d %10d %9d\n", "total", st.Executions, st.Reexecutions, st.Abandoned, st.Relaunched, st.Callbacks, st.SpuriousCallbacks)
 	d.printf(`  abandoned: stopped before finishing (crashed, or a callee crashed);
-  relaunched: by the intent collector; re-runs: executions of an existing
-  intent (relaunches, and the first run of an asynchronous call)
+  relaunched: by the intent collector; re-runs: executions of an instance
+  that had run before (relaunches, duplicate deliveries)
 `)
 
 	g := d.gcSoFar()
@@ -675,17 +675,30 @@ func daalTotals(shapes map[string]ssf.DAALShape) (reachable, stored int, longest
 }
 
 // counts formats a count per name, largest first.
+// counts lists m's entries, largest first, wrapped to fit 80 columns after a 16-column label.
 func counts(m map[string]int) string {
 	if len(m) == 0 {
 		return "none"
 	}
 	keys := slices.Sorted(maps.Keys(m))
 	slices.SortStableFunc(keys, func(a, b string) int { return m[b] - m[a] })
-	parts := make([]string, len(keys))
+	var b strings.Builder
+	width := 16
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+		part := fmt.Sprintf("%s %d", k, m[k])
+		if i > 0 {
+			if width+2+len(part) > 78 {
+				b.WriteString(",\n" + strings.Repeat(" ", 16))
+				width = 16
+			} else {
+				b.WriteString(", ")
+				width += 2
+			}
+		}
+		b.WriteString(part)
+		width += len(part)
 	}
-	return strings.Join(parts, ", ")
+	return b.String()
 }
 
 func (d *demo) balances(it bank.Items) {
