@@ -63,8 +63,36 @@ func appendValue(buf []byte, v any) []byte {
 var errCorrupt = errors.New("store: corrupt encoded row")
 
 // DecodeAttrs reverses EncodeAttrs. It never panics on malformed input.
-func DecodeAttrs(b []byte) (Attrs, error) {
-	m, rest, err := decodeMap(b, 0)
+func DecodeAttrs(b []byte) (Attrs, error) { return DecodeProjected(b, nil) }
+
+// DecodeProjected decodes only the attributes named by proj (all of them when proj is nil),
+// skipping the rest without allocating them; it equals DecodeAttrs followed by Attrs.Project.
+// Scans of linked DAALs read a few small attributes of rows that carry whole write logs.
+func DecodeProjected(b []byte, proj []Path) (Attrs, error) {
+	var wanted map[string]map[string]bool // attribute -> wanted entries (nil: all of it)
+	if proj != nil {
+		wanted = make(map[string]map[string]bool, len(proj))
+		for _, p := range proj {
+			if len(p) == 0 || len(p) > 2 {
+				continue // Project ignores these too: rows hold at most one map level
+			}
+			switch entries, seen := wanted[p[0]]; {
+			case len(p) == 1:
+				wanted[p[0]] = nil
+			case !seen:
+				wanted[p[0]] = map[string]bool{p[1]: true}
+			case entries != nil:
+				entries[p[1]] = true
+			}
+		}
+	}
+	m, rest, err := decodeMap(b, 0, func(k string) (bool, map[string]bool) {
+		if wanted == nil {
+			return true, nil
+		}
+		entries, ok := wanted[k]
+		return ok, entries
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +102,12 @@ func DecodeAttrs(b []byte) (Attrs, error) {
 	return Attrs(m), nil
 }
 
-func decodeMap(b []byte, depth int) (map[string]any, []byte, error) {
+// selector says whether to keep a key and, for a map value, which entries (nil: all).
+type selector func(key string) (keep bool, entries map[string]bool)
+
+func keepAll(string) (bool, map[string]bool) { return true, nil }
+
+func decodeMap(b []byte, depth int, sel selector) (map[string]any, []byte, error) {
 	if depth > 1 {
 		return nil, nil, fmt.Errorf("%w: maps nested too deeply", errCorrupt)
 	}
@@ -83,52 +116,109 @@ func decodeMap(b []byte, depth int) (map[string]any, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: bad map length", errCorrupt)
 	}
 	b = b[k:]
-	m := make(map[string]any, n)
+	m := map[string]any{}
 	for i := uint64(0); i < n; i++ {
-		var key []byte
-		var err error
-		if key, b, err = decodeLen(b); err != nil {
+		key, rest, err := decodeLen(b)
+		if err != nil {
 			return nil, nil, err
 		}
-		if len(b) == 0 {
-			return nil, nil, fmt.Errorf("%w: missing value", errCorrupt)
+		keep, entries := sel(string(key))
+		if !keep {
+			if b, err = skipValue(rest, depth); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
-		tag := b[0]
-		b = b[1:]
+		inner := keepAll
+		if entries != nil {
+			if len(rest) == 0 || rest[0] != tagMap {
+				// Entries of something that is not a map: nothing to keep.
+				if b, err = skipValue(rest, depth); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			inner = func(e string) (bool, map[string]bool) { return entries[e], nil }
+		}
 		var v any
-		switch tag {
-		case tagInt:
-			x, k := binary.Varint(b)
-			if k <= 0 {
-				return nil, nil, fmt.Errorf("%w: bad integer", errCorrupt)
-			}
-			v, b = x, b[k:]
-		case tagStr:
-			var s []byte
-			if s, b, err = decodeLen(b); err != nil {
-				return nil, nil, err
-			}
-			v = string(s)
-		case tagBytes:
-			var s []byte
-			if s, b, err = decodeLen(b); err != nil {
-				return nil, nil, err
-			}
-			v = append([]byte{}, s...)
-		case tagTrue:
-			v = true
-		case tagFalse:
-			v = false
-		case tagMap:
-			if v, b, err = decodeMap(b, depth+1); err != nil {
-				return nil, nil, err
-			}
-		default:
-			return nil, nil, fmt.Errorf("%w: unknown type tag %q", errCorrupt, tag)
+		if v, b, err = decodeValue(rest, depth, inner); err != nil {
+			return nil, nil, err
+		}
+		if mv, isMap := v.(map[string]any); isMap && entries != nil && len(mv) == 0 {
+			continue // no wanted entry present
 		}
 		m[string(key)] = v
 	}
 	return m, b, nil
+}
+
+// decodeValue decodes one tagged value; sel applies to the entries of a map value.
+func decodeValue(b []byte, depth int, sel selector) (any, []byte, error) {
+	if len(b) == 0 {
+		return nil, nil, fmt.Errorf("%w: missing value", errCorrupt)
+	}
+	tag, b := b[0], b[1:]
+	switch tag {
+	case tagInt:
+		x, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, nil, fmt.Errorf("%w: bad integer", errCorrupt)
+		}
+		return x, b[k:], nil
+	case tagStr:
+		s, rest, err := decodeLen(b)
+		return string(s), rest, err
+	case tagBytes:
+		s, rest, err := decodeLen(b)
+		return append([]byte{}, s...), rest, err
+	case tagTrue:
+		return true, b, nil
+	case tagFalse:
+		return false, b, nil
+	case tagMap:
+		return decodeMap(b, depth+1, sel)
+	}
+	return nil, nil, fmt.Errorf("%w: unknown type tag %q", errCorrupt, tag)
+}
+
+// skipValue returns what follows one tagged value, validating it without allocating.
+func skipValue(b []byte, depth int) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: missing value", errCorrupt)
+	}
+	tag, b := b[0], b[1:]
+	switch tag {
+	case tagInt:
+		if _, k := binary.Varint(b); k > 0 {
+			return b[k:], nil
+		}
+		return nil, fmt.Errorf("%w: bad integer", errCorrupt)
+	case tagStr, tagBytes:
+		_, rest, err := decodeLen(b)
+		return rest, err
+	case tagTrue, tagFalse:
+		return b, nil
+	case tagMap:
+		if depth >= 1 {
+			return nil, fmt.Errorf("%w: maps nested too deeply", errCorrupt)
+		}
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: bad map length", errCorrupt)
+		}
+		b = b[k:]
+		for i := uint64(0); i < n; i++ {
+			var err error
+			if _, b, err = decodeLen(b); err != nil {
+				return nil, err
+			}
+			if b, err = skipValue(b, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w: unknown type tag %q", errCorrupt, tag)
 }
 
 func decodeLen(b []byte) ([]byte, []byte, error) {

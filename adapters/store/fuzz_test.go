@@ -73,7 +73,15 @@ func FuzzParseURL(f *testing.F) {
 	})
 }
 
+// projections exercise DecodeProjected against DecodeAttrs followed by Project.
+var projections = [][]Path{
+	{}, {Attr("a")}, {Attr("m").Entry("k")}, {Attr("m"), Attr("m").Entry("k")},
+	{Attr("m").Entry("k"), Attr("m")}, {Attr("a").Entry("x"), Attr("b")}, {{}, {"a", "b", "c"}},
+}
+
 func FuzzDecodeAttrs(f *testing.F) {
+	f.Add(EncodeAttrs(Attrs{"a": int64(-3), "b": "x", "m": map[string]any{"k": []byte{1}, "j": true}}))
+	f.Add(EncodeAttrs(Attrs{"a": map[string]any{"x": false}, "m": "not a map"}))
 	f.Add([]byte{})
 	f.Add([]byte{0})
 	f.Add(EncodeAttrs(Attrs{"a": int64(-1), "b": "x", "c": []byte{0}, "d": true, "e": false,
@@ -85,6 +93,12 @@ func FuzzDecodeAttrs(f *testing.F) {
 		a, err := DecodeAttrs(b)
 		if err != nil {
 			return
+		}
+		for _, proj := range projections {
+			got, err := DecodeProjected(b, proj)
+			if want := a.Project(proj); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("DecodeProjected(%x, %v) = %#v, %v; DecodeAttrs+Project = %#v", b, proj, got, err, want)
+			}
 		}
 		again, err := DecodeAttrs(EncodeAttrs(a))
 		if err != nil {

@@ -72,8 +72,13 @@ func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, er
 // Beldi Fig. 6 and §4.4: a projected scan first finds whether this step already happened in any
 // row (case A) and where the tail is; tryWrite then works through the cases on the tail.
 func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, val []byte, cond *store.Cond) (bool, error) {
-	logged := store.Attr(attrRecentWrites).Entry(lk)
-	chain, _, err := rt.scanChain(ctx, part, []store.Path{store.Attr(attrNextRow), logged})
+	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
+	if cond != nil {
+		// The condition needs the tail's value and version: bring them with the scan rather
+		// than in a separate read. The version pin catches a change in between.
+		proj = append(proj, store.Attr(attrValue), store.Attr(attrVersion), store.Attr(attrLogSize))
+	}
+	chain, _, err := rt.scanChain(ctx, part, proj)
 	if err != nil {
 		return false, err
 	}
@@ -82,15 +87,18 @@ func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, val []byte, c
 			return outcome, nil
 		}
 	}
-	tail := headRowID
 	if len(chain) == 0 {
 		if err := rt.ensureHead(ctx, part); err != nil {
 			return false, err
 		}
-	} else {
-		tail = chain[len(chain)-1].id
+		return rt.tryWrite(ctx, part, headRowID, nil, lk, val, cond)
 	}
-	return rt.tryWrite(ctx, part, tail, lk, val, cond)
+	tail := chain[len(chain)-1]
+	var known store.Attrs
+	if _, more := tail.attrs[attrNextRow]; cond != nil && !more {
+		known = tail.attrs
+	}
+	return rt.tryWrite(ctx, part, tail.id, known, lk, val, cond)
 }
 
 func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
@@ -109,8 +117,8 @@ func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
 // case holds, and since no case leads back to B, the state read stays valid for the decision.
 // A conditional write also pins the row version it evaluated the condition against, so the
 // logged outcome is the condition's value at the instant of the write.
-func (rt *Runtime) tryWrite(ctx context.Context, part, row, lk string, val []byte, cond *store.Cond) (bool, error) {
-	var cur store.Attrs // the row's last known state; nil when unknown
+// cur is the row's state if the caller knows it (a conditional write's scan), else nil.
+func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Attrs, lk string, val []byte, cond *store.Cond) (bool, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err

@@ -219,11 +219,6 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 		return nil, false, fmt.Errorf("%w: SSF %s: input of instance %s is not valid JSON", ErrBadInput, rt.cfg.Name, req.InstanceID)
 	}
 	now := rt.now()
-	// The index entry goes first: an intent that exists is always findable by the collector.
-	if _, err := rt.st.Update(ctx, pendingKey(rt.cfg.IndexShards, req.InstanceID), store.Always(),
-		store.Update{store.SetAttr(store.Attr(attrLaunched), now)}); err != nil {
-		return nil, false, err
-	}
 	upd := store.Update{
 		store.SetAttr(store.Attr(attrArgs), []byte(orNull(req.Input))),
 		store.SetAttr(store.Attr(attrAsync), req.Async),
@@ -236,12 +231,17 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 			store.SetAttr(store.Attr(attrCallerID), req.Caller.InstanceID),
 			store.SetAttr(store.Attr(attrCallerStep), int64(req.Caller.Step)))
 	}
-	r, err := rt.st.Update(ctx, key, store.RowAbsent(), upd)
+	// The index entry comes first (batches apply in order where they are not atomic): an
+	// intent that exists is always findable by the collector.
+	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{
+		{Key: pendingKey(rt.cfg.IndexShards, req.InstanceID), Cond: store.Always(), Update: store.Update{store.SetAttr(store.Attr(attrLaunched), now)}},
+		{Key: key, Cond: store.RowAbsent(), Update: upd},
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	in, err = decodeIntent(req.InstanceID, r.Attrs)
-	return in, r.Applied, err
+	in, err = decodeIntent(req.InstanceID, rs[1].Attrs)
+	return in, rs[1].Applied, err
 }
 
 func orNull(raw json.RawMessage) json.RawMessage {
@@ -352,20 +352,25 @@ func (rt *Runtime) runHandler(env *Env, args json.RawMessage) (out any, err erro
 }
 
 // markDone records the result and marks the intent done, unless another execution already
-// did; it returns the result that stands.
+// did, then moves it from the pending to the finished index; it returns the result that stands.
 func (rt *Runtime) markDone(ctx context.Context, id string, res Result) (Result, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return Result{}, err
 	}
-	r, err := rt.st.Update(ctx, intentKey(id), store.Equal(store.Attr(attrDone), false), store.Update{
-		store.SetAttr(store.Attr(attrDone), true),
-		store.SetAttr(store.Attr(attrResult), b),
+	// "Done" goes before the finished-index entry (batches apply in order where they are not
+	// atomic): the GC must never find an entry for an intent that is not done.
+	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{
+		{Key: intentKey(id), Cond: store.Equal(store.Attr(attrDone), false), Update: store.Update{
+			store.SetAttr(store.Attr(attrDone), true),
+			store.SetAttr(store.Attr(attrResult), b),
+		}},
+		rt.finishedEntry(id),
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	if !r.Applied {
+	if r := rs[0]; !r.Applied {
 		in, err := decodeIntent(id, r.Attrs)
 		if err != nil {
 			return Result{}, err
@@ -375,16 +380,26 @@ func (rt *Runtime) markDone(ctx context.Context, id string, res Result) (Result,
 		}
 		res = in.result
 	}
-	return res, rt.moveToFinished(ctx, id)
+	return res, rt.removePending(ctx, id)
 }
 
-// moveToFinished moves a done intent from the pending index to the finished index, in that
-// order, so a crash in between leaves it in both (the IC repairs it) and never in neither.
+// finishedEntry puts an instance in the finished index, which the GC scans.
+func (rt *Runtime) finishedEntry(id string) store.BatchUpdate {
+	return store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, id), Cond: store.Always(),
+		Update: store.Update{store.SetAttr(store.Attr(attrDone), true)}}
+}
+
+// moveToFinished moves a done intent from the pending to the finished index, in that order, so
+// a crash in between leaves it in both (the IC repairs it) and never in neither.
 func (rt *Runtime) moveToFinished(ctx context.Context, id string) error {
-	if _, err := rt.st.Update(ctx, finishedKey(rt.cfg.IndexShards, id), store.Always(),
-		store.Update{store.SetAttr(store.Attr(attrDone), true)}); err != nil {
+	e := rt.finishedEntry(id)
+	if _, err := rt.st.Update(ctx, e.Key, e.Cond, e.Update); err != nil {
 		return err
 	}
+	return rt.removePending(ctx, id)
+}
+
+func (rt *Runtime) removePending(ctx context.Context, id string) error {
 	_, err := rt.st.Delete(ctx, pendingKey(rt.cfg.IndexShards, id), store.Always())
 	return err
 }

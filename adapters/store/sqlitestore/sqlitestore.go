@@ -350,12 +350,9 @@ func (d *Driver) scanRows(ctx context.Context, partition string, opts store.Scan
 			return nil, err
 		}
 		key := store.Key{Partition: partition, Sort: sk}
-		a, err := store.DecodeAttrs(blob)
+		a, err := store.DecodeProjected(blob, opts.Projection)
 		if err != nil {
 			return nil, fmt.Errorf("row %s: %w", key, err)
-		}
-		if opts.Projection != nil {
-			a = a.Project(opts.Projection)
 		}
 		out = append(out, store.Row{Key: key, Attrs: a})
 	}
