@@ -163,6 +163,24 @@ func (d countingDriver) Update(ctx context.Context, key store.Key, cond store.Co
 	return d.Driver.Update(ctx, key, cond, upd)
 }
 
+// UpdateBatch counts a batch as one update request: on a store that batches (SQLite: one
+// transaction, one commit) that is what it costs. Without a Batcher each update counts.
+func (d countingDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	if _, ok := d.Driver.(store.Batcher); !ok {
+		out := make([]store.UpdateResult, len(ups))
+		for i, u := range ups {
+			r, err := d.Update(ctx, u.Key, u.Cond, u.Update)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	defer d.c.done(reqUpdate, time.Now())
+	return store.UpdateBatch(ctx, d.Driver, ups)
+}
+
 func (d countingDriver) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
 	defer d.c.done(reqScan, time.Now())
 	rows, err := d.Driver.Scan(ctx, partition, opts)

@@ -23,21 +23,24 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// Op is one of the operations Beldi's microbenchmark measures.
+// Op is one of the operations Beldi's microbenchmark measures, plus a read-modify-write.
 type Op int
 
-// The measured operations.
+// The measured operations. ReadModifyWrite (a read, then a write of the same key) shows where a
+// read's log entry goes: it is deferred to the next externally visible effect and written in
+// the same batch as that effect's first request where the store batches.
 const (
 	Read Op = iota
 	Write
 	CondWrite
 	SyncInvoke
+	ReadModifyWrite
 )
 
 // Ops lists the measured operations in report order.
-var Ops = [numOps]Op{Read, Write, CondWrite, SyncInvoke}
+var Ops = [numOps]Op{Read, Write, CondWrite, SyncInvoke, ReadModifyWrite}
 
-const numOps = 4
+const numOps = 5
 
 func (o Op) String() string {
 	switch o {
@@ -49,6 +52,8 @@ func (o Op) String() string {
 		return "CondWrite"
 	case SyncInvoke:
 		return "SyncInvoke"
+	case ReadModifyWrite:
+		return "ReadModifyWrite"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -272,6 +277,10 @@ func (s *Suite) Raw(ctx context.Context, op Op, it *Item) error {
 		}
 	case SyncInvoke:
 		_, err = s.raw.Call(ctx, calleeName, nil)
+	case ReadModifyWrite:
+		if _, _, err = s.table.Get(ctx, it.raw); err == nil {
+			_, err = s.table.Update(ctx, it.raw, store.Always(), store.Update{store.SetAttr(store.Attr("Value"), rawValue(it.next()))})
+		}
 	default:
 		err = fmt.Errorf("unknown operation %v", op)
 	}
@@ -297,6 +306,10 @@ func (s *Suite) EO(env *ssf.Env, op Op, it *Item) error {
 		}
 	case SyncInvoke:
 		_, err = env.SyncInvoke(calleeName, nil)
+	case ReadModifyWrite:
+		if _, err = env.Read(it.table, it.key); err == nil {
+			err = env.Write(it.table, it.key, json.RawMessage(strconv.FormatInt(it.next(), 10)))
+		}
 	default:
 		err = fmt.Errorf("unknown operation %v", op)
 	}

@@ -106,13 +106,17 @@ func (m *Driver) Scan(_ context.Context, partition string, opts store.ScanOption
 	m.d.mu.Lock()
 	defer m.d.mu.Unlock()
 	p := m.d.partitions[partition]
-	rows := make([]store.Row, 0, len(p))
-	for sk, a := range p {
-		rows = append(rows, store.Row{Key: store.Key{Partition: partition, Sort: sk}, Attrs: a.Project(opts.Projection)})
+	sorts := make([]string, 0, len(p))
+	for sk := range p {
+		sorts = append(sorts, sk)
 	}
-	sort.Slice(rows, func(i, j int) bool { return (rows[i].Key.Sort < rows[j].Key.Sort) != opts.Reverse })
-	if opts.Limit > 0 && len(rows) > opts.Limit {
-		rows = rows[:opts.Limit]
+	sort.Slice(sorts, func(i, j int) bool { return (sorts[i] < sorts[j]) != opts.Reverse })
+	if opts.Limit > 0 && len(sorts) > opts.Limit {
+		sorts = sorts[:opts.Limit]
+	}
+	rows := make([]store.Row, len(sorts))
+	for i, sk := range sorts {
+		rows[i] = store.Row{Key: store.Key{Partition: partition, Sort: sk}, Attrs: p[sk].Project(opts.Projection)}
 	}
 	return rows, nil
 }
