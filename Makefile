@@ -9,9 +9,10 @@ export GOTOOLCHAIN ?= local
 demo:
 	$(GO) run ./cmd/ssfkit demo
 
-## test: the whole default test run (unit, conformance, crash injection, linearizability, fuzz seeds)
+## test: the whole default test run (unit, conformance, crash injection, linearizability, fuzz
+## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug
 test: vet
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
 
 vet:
 	$(GO) mod download
