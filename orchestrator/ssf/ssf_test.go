@@ -124,4 +124,20 @@ func TestErrorsAreClear(t *testing.T) {
 	if _, err := h.Invoke(context.Background(), "big", "", nil); !errors.Is(err, ssf.ErrBadInput) {
 		t.Fatalf("empty request id: %v", err)
 	}
+	// The oversized write left nothing behind.
+	rt, _ := h.Runtime("big")
+	if items, err := rt.Items(context.Background()); err != nil || len(items) != 0 {
+		t.Fatalf("an oversized value was written half-way: %v %v", items, err)
+	}
+	// Malformed input is refused before an intent exists, so nothing re-runs it.
+	_, err = rt.Handle(context.Background(), ssf.Request{Kind: ssf.KindInvoke, InstanceID: "bad-json", Input: json.RawMessage(`{"amount": `)})
+	if !errors.Is(err, ssf.ErrBadInput) || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("malformed input: %v", err)
+	}
+	if st, err := rt.Intent(context.Background(), "bad-json"); err != nil || st.Exists {
+		t.Fatalf("malformed input registered an intent: %+v %v", st, err)
+	}
+	if n, err := rt.Pending(context.Background()); err != nil || n != 1 { // only r1, abandoned above
+		t.Fatalf("pending intents: %d %v", n, err)
+	}
 }
