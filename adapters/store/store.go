@@ -100,11 +100,17 @@ type Batcher interface {
 	UpdateBatch(ctx context.Context, ups []BatchUpdate) ([]UpdateResult, error)
 }
 
-// UpdateBatch applies ups with the driver's Batcher if it has one, else one Update at a time.
+// UpdateBatch applies ups with the driver's Batcher if it has one, else with UpdateEach.
 func UpdateBatch(ctx context.Context, d Driver, ups []BatchUpdate) ([]UpdateResult, error) {
 	if b, ok := d.(Batcher); ok {
 		return b.UpdateBatch(ctx, ups)
 	}
+	return UpdateEach(ctx, d, ups)
+}
+
+// UpdateEach applies ups one Update at a time, in order: the batch semantics without a batch
+// request. Driver decorators use it to keep per-update behaviour when their backend cannot batch.
+func UpdateEach(ctx context.Context, d Driver, ups []BatchUpdate) ([]UpdateResult, error) {
 	out := make([]UpdateResult, len(ups))
 	for i, u := range ups {
 		r, err := d.Update(ctx, u.Key, u.Cond, u.Update)

@@ -167,15 +167,7 @@ func (d countingDriver) Update(ctx context.Context, key store.Key, cond store.Co
 // transaction, one commit) that is what it costs. Without a Batcher each update counts.
 func (d countingDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	if _, ok := d.Driver.(store.Batcher); !ok {
-		out := make([]store.UpdateResult, len(ups))
-		for i, u := range ups {
-			r, err := d.Update(ctx, u.Key, u.Cond, u.Update)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
+		return store.UpdateEach(ctx, d, ups)
 	}
 	defer d.c.done(reqUpdate, time.Now())
 	return store.UpdateBatch(ctx, d.Driver, ups)

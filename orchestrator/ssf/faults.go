@@ -85,13 +85,7 @@ func (f faultyDriver) Delete(ctx context.Context, key store.Key, c store.Cond) (
 // and puts one around the batch when it has.
 func (f faultyDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, err error) {
 	if _, ok := f.Driver.(store.Batcher); !ok {
-		rs = make([]store.UpdateResult, len(ups))
-		for i, u := range ups {
-			if rs[i], err = f.Update(ctx, u.Key, u.Cond, u.Update); err != nil {
-				return nil, err
-			}
-		}
-		return rs, nil
+		return store.UpdateEach(ctx, f, ups)
 	}
 	err = f.around(ctx, "batch", ups[0].Key, func() (e error) { rs, e = store.UpdateBatch(ctx, f.Driver, ups); return })
 	return

@@ -11,21 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 const (
 	lifetime = time.Minute
@@ -34,7 +23,7 @@ const (
 
 // writer is an SSF whose instances write their input to key k (and, for "crash-after-first",
 // crash on their second write the first time they run).
-func newWriter(t *testing.T, c *clock, faults ssf.FaultInjector) (*local.Host, *ssf.Runtime) {
+func newWriter(t *testing.T, c *testclock.Manual, faults ssf.FaultInjector) (*local.Host, *ssf.Runtime) {
 	t.Helper()
 	h := local.NewHost()
 	h.Sequential = true
@@ -83,13 +72,13 @@ func shape(t *testing.T, rt *ssf.Runtime) ssf.DAALShape {
 // The DAAL stays short under sustained writes with the GC on, and grows without it.
 func TestGCKeepsDAALShort(t *testing.T) {
 	for _, withGC := range []bool{true, false} {
-		c := &clock{t: time.Unix(1e9, 0)}
+		c := testclock.New(time.Unix(1e9, 0))
 		h, rt := newWriter(t, c, nil)
 		longest := 0
 		for i := 0; i < 200; i++ {
 			write(t, h, fmt.Sprintf("w%d", i), i)
 			if i%20 == 19 {
-				c.advance(bound + time.Second)
+				c.Advance(bound + time.Second)
 				if withGC {
 					gc(t, rt)
 				}
@@ -110,14 +99,14 @@ func TestGCKeepsDAALShort(t *testing.T) {
 // A row the GC unlinks stays stored (readable by a traversal that saw it linked) until T after
 // it was found unreachable; only then is it deleted.
 func TestGCWaitsTBeforeDeletingUnlinkedRows(t *testing.T) {
-	c := &clock{t: time.Unix(1e9, 0)}
+	c := testclock.New(time.Unix(1e9, 0))
 	h, rt := newWriter(t, c, nil)
 	for i := 0; i < 8; i++ {
 		write(t, h, fmt.Sprintf("w%d", i), i)
 	}
 	before := shape(t, rt) // head + 4 rows of 2 entries
 	gc(t, rt)              // stamps finish times
-	c.advance(bound + time.Second)
+	c.Advance(bound + time.Second)
 	if r := gc(t, rt); r.Disconnected == 0 {
 		t.Fatalf("nothing unlinked: %+v", r)
 	}
@@ -128,14 +117,14 @@ func TestGCWaitsTBeforeDeletingUnlinkedRows(t *testing.T) {
 	if r := gc(t, rt); r.Dangling == 0 || r.RowsDeleted != 0 {
 		t.Fatalf("second pass must only mark dangling rows: %+v", r)
 	}
-	c.advance(bound - time.Second) // still within T of being found unreachable
+	c.Advance(bound - time.Second) // still within T of being found unreachable
 	if r := gc(t, rt); r.RowsDeleted != 0 {
 		t.Fatalf("rows deleted before T elapsed: %+v", r)
 	}
 	if s := shape(t, rt); s.Stored != before.Stored {
 		t.Fatalf("rows vanished within T: %+v", s)
 	}
-	c.advance(2 * time.Second)
+	c.Advance(2 * time.Second)
 	if r := gc(t, rt); r.RowsDeleted == 0 {
 		t.Fatalf("rows not deleted after T: %+v", r)
 	}
@@ -166,7 +155,7 @@ func (c *crashOnce) Inject(_ context.Context, p ssf.FaultPoint) error {
 // passes, so when the intent collector finally re-runs it, the replay finds its write logged
 // (case A) instead of writing again.
 func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
-	c := &clock{t: time.Unix(1e9, 0)}
+	c := testclock.New(time.Unix(1e9, 0))
 	faults := &crashOnce{instance: "slow"}
 	h, rt := newWriter(t, c, faults)
 	// Three writes first, so that the unfinished write lands in the second row, not the head
@@ -179,11 +168,11 @@ func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
 	}
 	for i := 0; i < 20; i++ {
 		write(t, h, fmt.Sprintf("w%d", i), i)
-		c.advance(bound / 4)
+		c.Advance(bound / 4)
 		gc(t, rt)
 	}
 	for i := 0; i < 4; i++ {
-		c.advance(bound + time.Second)
+		c.Advance(bound + time.Second)
 		gc(t, rt)
 	}
 	if s := shape(t, rt); s.Reachable < 3 {

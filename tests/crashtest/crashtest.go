@@ -26,6 +26,7 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -100,24 +101,6 @@ func (in *injector) set(enabled bool) {
 	in.mu.Unlock()
 }
 
-// manualClock lets the suite move time past the GC bound without waiting.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 const (
 	lifetime = time.Hour
 	gcBound  = 2 * time.Hour
@@ -127,14 +110,14 @@ type world struct {
 	host  *local.Host
 	rts   map[string]*ssf.Runtime
 	inj   *injector
-	clock *manualClock
+	clock *testclock.Manual
 	// pipelined submits every request before draining, so re-executions overlap later
 	// requests (a crashed write may find its log entry in a row that has since filled up).
 	pipelined bool
 }
 
 func newWorld(t testing.TB, newStore StoreFactory, inj *injector, sequential bool) *world {
-	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: &manualClock{t: time.Unix(1_700_000_000, 0)}}
+	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: testclock.New(time.Unix(1_700_000_000, 0))}
 	w.host.Sequential = sequential
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for name, h := range bank.Handlers() {
@@ -252,7 +235,7 @@ func (w *world) drain(t testing.TB) {
 		if round == 1000 {
 			t.Fatalf("%d instances still unfinished after %d intent-collector rounds", pending, round)
 		}
-		w.clock.advance(time.Millisecond) // past RelaunchDelay
+		w.clock.Advance(time.Millisecond) // past RelaunchDelay
 		for _, rt := range w.rts {
 			if _, err := rt.CollectIntents(ctx); err != nil {
 				t.Fatal(err)
@@ -267,7 +250,7 @@ func (w *world) collectAll(t testing.TB, o outcome) {
 	ctx := context.Background()
 	// Pass 1 stamps finish times, 2 recycles and unlinks, 3 dangles, 4 deletes.
 	for pass := 0; pass < 4; pass++ {
-		w.clock.advance(gcBound + time.Second)
+		w.clock.Advance(gcBound + time.Second)
 		for _, rt := range w.rts {
 			if _, err := rt.CollectGarbage(ctx); err != nil {
 				t.Fatal(err)
