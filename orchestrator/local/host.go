@@ -22,6 +22,9 @@ type Host struct {
 	spawned  sync.WaitGroup
 	ctx      context.Context
 	cancel   context.CancelFunc
+	// Logger receives the host's warnings (failed collector passes, lost executions); nil
+	// means slog.Default().
+	Logger *slog.Logger
 	// Sequential queues spawned requests instead of starting goroutines; Wait runs them one at
 	// a time. Tests use it so that every run of a scenario executes the same steps in the same
 	// order, and "crash at step k" means the same step each time.
@@ -76,6 +79,13 @@ func (h *Host) Runtimes() []*ssf.Runtime {
 	return out
 }
 
+func (h *Host) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
 func (h *Host) lookup(name string) (*ssf.Runtime, error) {
 	rt, ok := h.Runtime(name)
 	if !ok {
@@ -110,7 +120,7 @@ func (h *Host) Spawn(_ context.Context, name string, req ssf.Request) error {
 	go func() {
 		defer h.spawned.Done()
 		if _, err := rt.Handle(h.ctx, req); err != nil {
-			slog.Debug("spawned execution did not complete", "ssf", name, "instance", req.InstanceID, "err", err)
+			h.logger().Debug("spawned execution did not complete", "ssf", name, "instance", req.InstanceID, "err", err)
 		}
 	}()
 	return nil
@@ -143,7 +153,7 @@ func (h *Host) Wait() {
 		h.queue = h.queue[1:]
 		h.mu.Unlock()
 		if _, err := next.rt.Handle(h.ctx, next.req); err != nil {
-			slog.Debug("spawned execution did not complete", "ssf", next.rt.Name(), "instance", next.req.InstanceID, "err", err)
+			h.logger().Debug("spawned execution did not complete", "ssf", next.rt.Name(), "instance", next.req.InstanceID, "err", err)
 		}
 	}
 	h.spawned.Wait()
@@ -184,7 +194,7 @@ func (h *Host) RunCollectors(ctx context.Context, icEvery, gcEvery time.Duration
 			for _, rt := range h.Runtimes() {
 				r, err := rt.CollectIntents(ctx)
 				if err != nil && ctx.Err() == nil {
-					slog.Warn("intent collector pass failed", "ssf", rt.Name(), "err", err)
+					h.logger().Warn("intent collector pass failed; the next pass retries", "ssf", rt.Name(), "err", err)
 				}
 				rep.IC[rt.Name()] = r
 			}
@@ -193,7 +203,7 @@ func (h *Host) RunCollectors(ctx context.Context, icEvery, gcEvery time.Duration
 			for _, rt := range h.Runtimes() {
 				r, err := rt.CollectGarbage(ctx)
 				if err != nil && ctx.Err() == nil {
-					slog.Warn("garbage collector pass failed", "ssf", rt.Name(), "err", err)
+					h.logger().Warn("garbage collector pass failed; the next pass retries", "ssf", rt.Name(), "err", err)
 				}
 				rep.GC[rt.Name()] = r
 			}

@@ -22,6 +22,7 @@ type ICReport struct {
 // running is safe (its steps are logged), so the collector needs no coordination; claiming the
 // launch with a conditional update only keeps concurrent collectors from doubling the work.
 func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
+	ctx = withExec(ctx, rt.cfg.Name, CollectorIC)
 	var rep ICReport
 	now := rt.now()
 	for s := 0; s < rt.cfg.IndexShards; s++ {
@@ -102,6 +103,7 @@ type GCReport struct {
 //     that saw them linked can still be running;
 //  5. remove the recyclable intents last, so a crash anywhere above leaves them for next time.
 func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
+	ctx = withExec(ctx, rt.cfg.Name, CollectorGC)
 	var rep GCReport
 	now := rt.now()
 	recyclable := map[string]bool{}

@@ -17,12 +17,21 @@ type FaultInjector interface {
 
 // FaultPoint is one place an execution can crash.
 type FaultPoint struct {
-	SSF      string
-	Instance string // "callback:CALLEE" while recording a callback
+	SSF string
+	// Instance is the executing instance; "callback:CALLEE" while recording a callback, and
+	// CollectorIC or CollectorGC during a collector pass (collectors need only at-least-once
+	// execution: a crashed pass is finished by the next).
+	Instance string
 	Op       string // get, update, scan, delete, call, callback
 	Key      store.Key
 	After    bool
 }
+
+// Instance names of collector passes in FaultPoints.
+const (
+	CollectorIC = "collector:ic"
+	CollectorGC = "collector:gc"
+)
 
 type execInfoKey struct{}
 
@@ -40,7 +49,7 @@ func (rt *Runtime) inject(ctx context.Context, op string, key store.Key, after b
 	}
 	info, ok := ctx.Value(execInfoKey{}).(execInfo)
 	if !ok {
-		return nil // collectors need only at-least-once; crash tests target executions
+		return nil // not on behalf of an execution or a collector pass (an inspection)
 	}
 	return rt.cfg.Faults.Inject(ctx, FaultPoint{SSF: rt.cfg.Name, Instance: info.instance, Op: op, Key: key, After: after})
 }

@@ -13,6 +13,7 @@ package crashtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -237,26 +238,39 @@ func (w *world) drain(t testing.TB) {
 		}
 		w.clock.Advance(time.Millisecond) // past RelaunchDelay
 		for _, rt := range w.rts {
-			if _, err := rt.CollectIntents(ctx); err != nil {
-				t.Fatal(err)
+			if _, err := rt.CollectIntents(ctx); err != nil && !errors.Is(err, ssf.ErrCrashed) {
+				t.Fatal(err) // a crashed pass is finished by the next one
 			}
 		}
 	}
 }
 
-// collectAll runs the garbage collectors past T until everything collectible is gone, and
-// checks that state is unchanged and logs and rows were reclaimed.
-func (w *world) collectAll(t testing.TB, o outcome) {
+// collectAll runs the garbage collectors past T, first with passes crashing at random points
+// (a collector needs only at-least-once execution), then cleanly until everything collectible
+// is gone, and checks that state is unchanged and logs and rows were reclaimed.
+func (w *world) collectAll(t testing.TB, o outcome, seed int64) {
 	ctx := context.Background()
-	// Pass 1 stamps finish times, 2 recycles and unlinks, 3 dangles, 4 deletes.
-	for pass := 0; pass < 4; pass++ {
-		w.clock.Advance(gcBound + time.Second)
-		for _, rt := range w.rts {
-			if _, err := rt.CollectGarbage(ctx); err != nil {
-				t.Fatal(err)
+	w.inj.mu.Lock()
+	w.inj.rng, w.inj.prob, w.inj.budget, w.inj.enabled = rand.New(rand.NewSource(seed)), 0.05, 30, true
+	w.inj.mu.Unlock()
+	gcPasses := func(n int) {
+		for pass := 0; pass < n; pass++ {
+			w.clock.Advance(gcBound + time.Second)
+			for _, rt := range w.rts {
+				if _, err := rt.CollectGarbage(ctx); err != nil && !errors.Is(err, ssf.ErrCrashed) {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
+	before := len(w.inj.crashes)
+	gcPasses(4) // with crashes
+	w.inj.set(false)
+	if crashed := len(w.inj.crashes) - before; crashed == 0 {
+		t.Fatalf("no garbage-collector pass crashed; the crash phase tested nothing")
+	}
+	// Pass 1 stamps finish times, 2 recycles and unlinks, 3 dangles, 4 deletes.
+	gcPasses(4)
 	after, err := bank.Snapshot(ctx, w.rts)
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +354,7 @@ func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
 		compare(t, what, clean, got)
 		checkInvariants(t, what, fixedTransfers, got)
 		if k%25 == 1 || k == clean.points {
-			w.collectAll(t, got)
+			w.collectAll(t, got, int64(k))
 		}
 	}
 }
@@ -364,14 +378,14 @@ func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
 		what := fmt.Sprintf("schedule with seed %d (rerun: SSFKIT_SEED=%d, %d crashes)", seed, seed, len(got.crashes))
 		compare(t, what, clean, got)
 		checkInvariants(t, what, transfers, got)
-		w.collectAll(t, got)
+		w.collectAll(t, got, seed)
 
 		inj = &injector{rng: rand.New(rand.NewSource(seed)), prob: 0.03, budget: 12}
 		w = newWorld(t, newStore, inj, true)
 		w.pipelined = true
 		got = w.run(t, transfers)
 		checkInvariants(t, "pipelined "+what, transfers, got)
-		w.collectAll(t, got)
+		w.collectAll(t, got, seed)
 	}
 }
 
