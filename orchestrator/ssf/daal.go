@@ -67,16 +67,35 @@ func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, er
 	return v, nil
 }
 
-// writeDAAL performs one logged write (cond == nil) or conditional write of val under logKey lk
-// and reports whether the value was written (always true for an unconditional write).
-// Beldi Fig. 6 and §4.4: a projected scan first finds whether this step already happened in any
-// row (case A) and where the tail is; tryWrite then works through the cases on the tail.
-func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, val []byte, cond *store.Cond) (bool, error) {
+// daalWrite is one logged change to an item: its value, its lock, or both, optionally under a
+// condition on the item's current state.
+type daalWrite struct {
+	setValue bool
+	value    []byte // JSON; "null" removes the value
+	// lock changes the lock owner: a non-empty owner takes it (with ownerStart, the wait-die
+	// age), an empty one releases it.
+	lock *lockChange
+	// when, if set, must hold on the tail's attributes; its outcome is what the step logs
+	// (Beldi's B1/B2), and the tail's version is pinned so it is the outcome at the write.
+	when func(store.Attrs) bool
+}
+
+type lockChange struct {
+	owner string
+	start int64
+}
+
+// writeDAAL performs one logged write on the linked DAAL in partition part under logKey lk,
+// and reports whether it applied (always true without a condition). Beldi Fig. 6 and §4.4: a
+// projected scan first finds whether this step already happened in any row (case A) and where
+// the tail is; tryWrite then works through the cases on the tail.
+func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, w daalWrite) (bool, error) {
 	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
-	if cond != nil {
-		// The condition needs the tail's value and version: bring them with the scan rather
-		// than in a separate read. The version pin catches a change in between.
-		proj = append(proj, store.Attr(attrValue), store.Attr(attrVersion), store.Attr(attrLogSize))
+	if w.when != nil {
+		// The condition needs the tail's state: bring it with the scan rather than in a
+		// separate read. The version pin catches a change in between.
+		proj = append(proj, store.Attr(attrValue), store.Attr(attrVersion), store.Attr(attrLogSize),
+			store.Attr(attrLockOwner), store.Attr(attrLockStart))
 	}
 	chain, _, err := rt.scanChain(ctx, part, proj)
 	if err != nil {
@@ -91,14 +110,14 @@ func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, val []byte, c
 		if err := rt.ensureHead(ctx, part); err != nil {
 			return false, err
 		}
-		return rt.tryWrite(ctx, part, headRowID, nil, lk, val, cond)
+		return rt.tryWrite(ctx, part, headRowID, nil, lk, w)
 	}
 	tail := chain[len(chain)-1]
 	var known store.Attrs
-	if _, more := tail.attrs[attrNextRow]; cond != nil && !more {
+	if _, more := tail.attrs[attrNextRow]; w.when != nil && !more {
 		known = tail.attrs
 	}
-	return rt.tryWrite(ctx, part, tail.id, known, lk, val, cond)
+	return rt.tryWrite(ctx, part, tail.id, known, lk, w)
 }
 
 func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
@@ -118,13 +137,13 @@ func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
 // A conditional write also pins the row version it evaluated the condition against, so the
 // logged outcome is the condition's value at the instant of the write.
 // cur is the row's state if the caller knows it (a conditional write's scan), else nil.
-func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Attrs, lk string, val []byte, cond *store.Cond) (bool, error) {
+func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Attrs, lk string, w daalWrite) (bool, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
 		key := store.Key{Partition: part, Sort: row}
-		if cur == nil && cond != nil {
+		if cur == nil && w.when != nil {
 			a, found, err := rt.st.Get(ctx, key)
 			if err != nil {
 				return false, err
@@ -136,11 +155,11 @@ func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Att
 		}
 		if cur == nil || rt.caseB(cur, lk) {
 			applies, guard := true, rt.caseBCond(lk)
-			if cond != nil {
-				applies = evalOnValue(*cond, cur[attrValue])
+			if w.when != nil {
+				applies = w.when(cur)
 				guard = store.And(guard, versionIs(cur))
 			}
-			r, err := rt.st.Update(ctx, key, guard, writeUpdate(lk, val, applies))
+			r, err := rt.st.Update(ctx, key, guard, w.update(lk, applies))
 			if err != nil {
 				return false, err
 			}
@@ -169,7 +188,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Att
 		}
 		// Still case B: another write changed the row's version under a conditional write.
 		// Re-evaluate on the state just returned.
-		if cond == nil {
+		if w.when == nil {
 			cur = nil
 		}
 	}
@@ -199,25 +218,35 @@ func versionIs(a store.Attrs) store.Cond {
 	return store.NotExists(store.Attr(attrVersion))
 }
 
-// writeUpdate logs the step's outcome and, when the write applies, stores the value.
-func writeUpdate(lk string, val []byte, applies bool) store.Update {
+// update logs the step's outcome and, when the write applies, makes its changes.
+func (w daalWrite) update(lk string, applies bool) store.Update {
 	u := store.Update{
 		store.AddInt(store.Attr(attrLogSize), 1),
 		store.SetAttr(store.Attr(attrRecentWrites).Entry(lk), applies),
 		store.AddInt(store.Attr(attrVersion), 1),
 	}
-	if applies {
-		if bytes.Equal(val, []byte("null")) {
+	if !applies {
+		return u
+	}
+	if w.setValue {
+		if bytes.Equal(w.value, []byte("null")) {
 			u = append(u, store.RemoveAttr(store.Attr(attrValue)))
 		} else {
-			u = append(u, store.SetAttr(store.Attr(attrValue), val))
+			u = append(u, store.SetAttr(store.Attr(attrValue), w.value))
+		}
+	}
+	if w.lock != nil {
+		if w.lock.owner == "" {
+			u = append(u, store.RemoveAttr(store.Attr(attrLockOwner)), store.RemoveAttr(store.Attr(attrLockStart)))
+		} else {
+			u = append(u, store.SetAttr(store.Attr(attrLockOwner), w.lock.owner), store.SetAttr(store.Attr(attrLockStart), w.lock.start))
 		}
 	}
 	return u
 }
 
 // appendRow gives the full row `full` a successor and returns the successor's id (case D). The
-// successor starts with the full row's value, which is final because the row is full. Creating
+// successor starts with the full row's value and lock, which are final because the row is full. Creating
 // it before linking means a crash in between leaves an unlinked row that the next appender
 // adopts (its id is deterministic) or that the GC removes.
 func (rt *Runtime) appendRow(ctx context.Context, part, full string, fullAttrs store.Attrs) (string, error) {
@@ -225,9 +254,12 @@ func (rt *Runtime) appendRow(ctx context.Context, part, full string, fullAttrs s
 	if err != nil {
 		return "", err
 	}
+	// The item's current state moves to the successor: its value and its lock.
 	init := store.Update{store.SetAttr(store.Attr(attrLogSize), int64(0)), store.SetAttr(store.Attr(attrVersion), int64(0))}
-	if v, ok := fullAttrs[attrValue]; ok {
-		init = append(init, store.SetAttr(store.Attr(attrValue), v))
+	for _, a := range []string{attrValue, attrLockOwner, attrLockStart} {
+		if v, ok := fullAttrs[a]; ok {
+			init = append(init, store.SetAttr(store.Attr(a), v))
+		}
 	}
 	if _, err := rt.st.Update(ctx, store.Key{Partition: part, Sort: next}, store.RowAbsent(), init); err != nil {
 		return "", err

@@ -118,7 +118,7 @@ func (e *Env) Write(table, key string, value any) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	_, err = e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), val, nil)
+	_, err = e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{setValue: true, value: val})
 	if err != nil {
 		return e.fail(err)
 	}
@@ -140,7 +140,8 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, er
 	if err := e.flush(); err != nil {
 		return false, err
 	}
-	ok, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), val, &cond)
+	ok, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{setValue: true, value: val,
+		when: func(a store.Attrs) bool { return evalOnValue(cond, a[attrValue]) }})
 	if err != nil {
 		return false, e.fail(err)
 	}

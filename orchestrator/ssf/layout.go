@@ -34,6 +34,8 @@ const (
 	attrRecentWrites = "RecentWrites" // map logKey -> bool (the write log; false = cond failed)
 	attrVersion      = "Ver"          // int64, bumped by every change; pins conditional writes
 	attrDangleTime   = "DangleTime"   // int64 unix nanos when the GC found the row unreachable
+	attrLockOwner    = "LockOwner"    // string transaction id (or instance) holding the item's lock
+	attrLockStart    = "LockStart"    // int64 the holder's intent-creation time (wait-die age)
 )
 
 // Intent row and log attributes (Beldi Fig. 3).
