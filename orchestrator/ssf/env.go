@@ -30,6 +30,8 @@ type Env struct {
 	replaying bool
 	deadline  time.Time
 	err       error
+	start     int64    // the intent's creation time: the wait-die age of transactions it begins
+	tx        *txState // the transaction the instance runs in, if any
 	// unlogged holds read-log entries not yet written: a read only needs its value durable
 	// before the next externally visible effect, so entries travel together in one batch then
 	// (flush), and reads after the last effect are never written.
@@ -83,14 +85,24 @@ func (e *Env) fail(err error) error {
 // Read returns the current value of key in table (nil when absent), exactly once: a
 // re-execution returns the value logged by the first execution that reached this step.
 func (e *Env) Read(table, key string) (json.RawMessage, error) {
+	if err := validItem(table, key); err != nil {
+		return nil, err
+	}
+	if e.tx != nil {
+		if err := e.txLock(table, key); err != nil {
+			return nil, err
+		}
+	}
 	step, err := e.begin()
 	if err != nil {
 		return nil, err
 	}
-	if err := validItem(table, key); err != nil {
-		return nil, err
-	}
-	return e.logged(step, func() ([]byte, error) { return e.rt.readValue(e.ctx, table, key) })
+	return e.logged(step, func() ([]byte, error) {
+		if e.tx != nil {
+			return e.rt.readInTx(e, table, key)
+		}
+		return e.rt.readValue(e.ctx, table, key)
+	})
 }
 
 // ReadInto reads key into dst (JSON-decoded); found is false when the key has no value.
@@ -107,19 +119,25 @@ func (e *Env) ReadInto(table, key string, dst any) (found bool, err error) {
 
 // Write sets key in table to value (any JSON-encodable value; nil stores null), exactly once.
 func (e *Env) Write(table, key string, value any) error {
-	step, err := e.begin()
+	val, err := e.encodeValue(table, key, value)
 	if err != nil {
 		return err
 	}
-	val, err := e.encodeValue(table, key, value)
+	part := dataPartition(table, key)
+	if e.tx != nil {
+		if err := e.txLock(table, key); err != nil {
+			return err
+		}
+		part = shadowPartition(e.tx.ctx.ID, table, key) // visible at commit
+	}
+	step, err := e.begin()
 	if err != nil {
 		return err
 	}
 	if err := e.flush(); err != nil {
 		return err
 	}
-	_, err = e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{setValue: true, value: val})
-	if err != nil {
+	if _, err := e.rt.writeDAAL(e.ctx, part, logKey(e.id, step), daalWrite{setValue: true, value: val}); err != nil {
 		return e.fail(err)
 	}
 	return nil
@@ -129,11 +147,19 @@ func (e *Env) Write(table, key string, value any) error {
 // whether it did. cond is evaluated over the JSON value ("$" is the whole value; "balance"
 // a field): build it with the store package's constructors or store.ParseCond.
 func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, error) {
-	step, err := e.begin()
+	if e.tx != nil {
+		// Under the item's lock nothing else changes it: evaluate on what the transaction reads.
+		cur, err := e.Read(table, key)
+		if err != nil || !evalOnValue(cond, []byte(cur)) {
+			return false, err
+		}
+		return true, e.Write(table, key, value)
+	}
+	val, err := e.encodeValue(table, key, value)
 	if err != nil {
 		return false, err
 	}
-	val, err := e.encodeValue(table, key, value)
+	step, err := e.begin()
 	if err != nil {
 		return false, err
 	}
@@ -153,9 +179,12 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, er
 // callback before it counts as done (Beldi §4.5). An application error in the callee is
 // returned as *AppError.
 func (e *Env) SyncInvoke(callee string, input any) (json.RawMessage, error) {
-	res, err := e.invoke(callee, input, false)
+	res, err := e.call(callee, input, false, "")
 	if err != nil {
 		return nil, err
+	}
+	if res.TxAborted && e.tx != nil && e.tx.aborted == nil {
+		e.tx.aborted = fmt.Errorf("%w: participant %s aborted: %s", ErrTxAborted, callee, res.Error)
 	}
 	return res.Output, res.Err()
 }
@@ -163,21 +192,38 @@ func (e *Env) SyncInvoke(callee string, input any) (json.RawMessage, error) {
 // AsyncInvoke starts the SSF callee with input and returns once the callee has durably
 // registered the instance; the callee runs it exactly once, later.
 func (e *Env) AsyncInvoke(callee string, input any) error {
-	_, err := e.invoke(callee, input, true)
+	if e.tx != nil {
+		// As in Beldi: a transaction's participants must report back before it ends.
+		return fmt.Errorf("%w: AsyncInvoke is %v; use SyncInvoke", ErrBadInput, errTxNotSupported)
+	}
+	_, err := e.call(callee, input, true, "")
 	return err
 }
 
-func (e *Env) invoke(callee string, input any, async bool) (Result, error) {
-	step, err := e.begin()
-	if err != nil {
-		return Result{}, err
-	}
+// call invokes callee, or one of the runtime's built-in handlers on it, as one logged step.
+func (e *Env) call(callee string, input any, async bool, builtin string) (Result, error) {
 	if !store.ValidIdentifier(callee) {
 		return Result{}, fmt.Errorf("%w: callee name %q is not a valid SSF name", ErrBadInput, callee)
 	}
 	in, err := json.Marshal(input)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: input for %s is not JSON-encodable: %v", ErrBadInput, callee, err)
+	}
+	var tx *TxContext
+	if e.tx != nil {
+		if e.tx.aborted != nil {
+			return Result{}, e.tx.aborted
+		}
+		tx = &e.tx.ctx
+		// Recorded before the call, so that commit or abort reaches the callee even if this
+		// execution dies right after it.
+		if err := e.record(tx.ID, "c|"+callee); err != nil {
+			return Result{}, err
+		}
+	}
+	step, err := e.begin()
+	if err != nil {
+		return Result{}, err
 	}
 	if err := e.flush(); err != nil {
 		return Result{}, err
@@ -202,7 +248,7 @@ func (e *Env) invoke(callee string, input any, async bool) (Result, error) {
 		}
 		return res, nil
 	}
-	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async,
+	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async, Tx: tx, Builtin: builtin,
 		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}}
 	if err := e.rt.inject(e.ctx, "call", logRow, false); err != nil {
 		return Result{}, e.fail(err)

@@ -52,9 +52,10 @@ func (rt *Runtime) Items(ctx context.Context) (map[string][]byte, error) {
 			return nil, err
 		}
 		for _, d := range dir {
-			table, key, ok := strings.Cut(strings.TrimPrefix(d.Key.Sort, "d|"), "|")
-			if !ok {
-				continue
+			rest, isItem := strings.CutPrefix(d.Key.Sort, "d|")
+			table, key, ok := strings.Cut(rest, "|")
+			if !isItem || !ok {
+				continue // a transaction's shadow
 			}
 			v, err := rt.readValue(ctx, table, key)
 			if err != nil {
@@ -76,4 +77,33 @@ type DAALShape struct {
 func (rt *Runtime) DAAL(ctx context.Context, table, key string) (DAALShape, error) {
 	chain, all, err := rt.scanChain(ctx, dataPartition(table, key), []store.Path{store.Attr(attrNextRow)})
 	return DAALShape{Reachable: len(chain), Stored: len(all)}, err
+}
+
+// Locks returns the holder of every item lock currently held, keyed "table/key" (inspection,
+// like Items: an item left locked after its transaction ended is a bug).
+func (rt *Runtime) Locks(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for s := 0; s < rt.cfg.IndexShards; s++ {
+		dir, err := rt.cfg.Store.Scan(ctx, "k|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{}})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range dir {
+			rest, isItem := strings.CutPrefix(d.Key.Sort, "d|")
+			if !isItem {
+				continue
+			}
+			rows, err := rt.cfg.Store.Scan(ctx, d.Key.Sort, store.ScanOptions{Reverse: true, Limit: 1,
+				Projection: []store.Path{store.Attr(attrLockOwner)}})
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) > 0 {
+				if owner, ok := rows[0].Attrs[attrLockOwner].(string); ok {
+					out[strings.Replace(rest, "|", "/", 1)] = owner
+				}
+			}
+		}
+	}
+	return out, nil
 }

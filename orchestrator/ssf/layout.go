@@ -18,7 +18,9 @@ import (
 //	               one scan of one partition
 //	p|SHARD        unfinished-intent index (Beldi's secondary index): sort key = instance id
 //	f|SHARD        finished-intent index the GC stamps with finish times
-//	k|SHARD        directory of data keys, so the GC can visit every linked DAAL
+//	k|SHARD        directory of linked DAALs (items and shadows), so the GC can visit them all
+//	s|TX|TABLE|KEY a transaction's shadow DAAL of an item
+//	x|TX           what a transaction locked and called from this SSF
 //
 // Table names are identifiers (no '|'), so the first '|' after the table ends it.
 const (
@@ -53,10 +55,21 @@ const (
 	attrKind       = "Kind"       // string: what a log row records
 	attrCallee     = "Callee"     // string callee SSF (invoke log)
 	attrCalleeID   = "CalleeID"   // string callee instance id (invoke log)
+	attrTxID       = "TxID"       // string transaction the instance runs in (inherited)
+	attrTxStart    = "TxStart"    // int64 that transaction's wait-die age
+	attrBuiltin    = "Builtin"    // string runtime handler the instance runs (tx-end)
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }
-func instancePartition(id string) string     { return "i|" + id }
+
+// shadowPartition holds a transaction's uncommitted value of an item: a linked DAAL like the
+// item's own, partitioned by transaction first (Beldi's shadow table, keyed by transaction id).
+func shadowPartition(txID, table, key string) string { return "s|" + txID + "|" + table + "|" + key }
+
+// txPartition records, per SSF, what a transaction touched here: sort key "k|TABLE|KEY" for an
+// item it locked, "c|SSF" for an SSF it called. Commit and abort start from this record.
+func txPartition(txID string) string     { return "x|" + txID }
+func instancePartition(id string) string { return "i|" + id }
 func intentKey(id string) store.Key {
 	return store.Key{Partition: instancePartition(id), Sort: intentSort}
 }

@@ -175,13 +175,15 @@ func (rt *Runtime) Handle(ctx context.Context, req Request) (Result, error) {
 
 // intent is the decoded intent row.
 type intent struct {
-	id     string
-	args   json.RawMessage
-	async  bool
-	done   bool
-	result Result
-	caller *CallerRef
-	start  int64
+	id      string
+	args    json.RawMessage
+	async   bool
+	done    bool
+	result  Result
+	caller  *CallerRef
+	start   int64
+	tx      *TxContext // the transaction inherited from the caller
+	builtin string     // the runtime handler to run instead of the SSF's
 }
 
 func decodeIntent(id string, a store.Attrs) (*intent, error) {
@@ -195,6 +197,11 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 		step, _ := a[attrCallerStep].(int64)
 		in.caller = &CallerRef{SSF: c, InstanceID: cid, Step: int(step)}
 	}
+	if id, ok := a[attrTxID].(string); ok {
+		start, _ := a[attrTxStart].(int64)
+		in.tx = &TxContext{ID: id, Start: start, Mode: TxExecute}
+	}
+	in.builtin, _ = a[attrBuiltin].(string)
 	if r, ok := a[attrResult].([]byte); ok {
 		if err := json.Unmarshal(r, &in.result); err != nil {
 			return nil, fmt.Errorf("%w: intent %s: result: %v", ErrCorrupt, id, err)
@@ -224,6 +231,15 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 		store.SetAttr(store.Attr(attrAsync), req.Async),
 		store.SetAttr(store.Attr(attrDone), false),
 		store.SetAttr(store.Attr(attrStart), now),
+	}
+	if req.Tx != nil && req.Tx.Mode == TxExecute {
+		upd = append(upd, store.SetAttr(store.Attr(attrTxID), req.Tx.ID), store.SetAttr(store.Attr(attrTxStart), req.Tx.Start))
+	}
+	if req.Builtin != "" {
+		if req.Builtin != builtinTxEnd {
+			return nil, false, fmt.Errorf("%w: SSF %s: unknown built-in handler %q", ErrBadInput, rt.cfg.Name, req.Builtin)
+		}
+		upd = append(upd, store.SetAttr(store.Attr(attrBuiltin), req.Builtin))
 	}
 	if req.Caller != nil && !req.Async {
 		upd = append(upd,
@@ -300,13 +316,29 @@ func (rt *Runtime) execute(ctx context.Context, in *intent, replaying bool) (Res
 	if replaying {
 		rt.stats.reexecutions.Add(1)
 	}
-	env := &Env{rt: rt, ctx: ctx, id: in.id, replaying: replaying, deadline: rt.clock.Now().Add(rt.cfg.Lifetime)}
-	out, herr := rt.runHandler(env, in.args)
+	env := &Env{rt: rt, ctx: ctx, id: in.id, replaying: replaying, deadline: rt.clock.Now().Add(rt.cfg.Lifetime), start: in.start}
+	if in.tx != nil {
+		env.tx = &txState{ctx: *in.tx, locked: map[string]bool{}}
+	}
+	handler := rt.cfg.Handler
+	if in.builtin == builtinTxEnd {
+		handler = rt.endTxHandler
+	}
+	out, herr := rt.runHandler(env, handler, in.args)
+	if env.tx != nil && env.tx.owner && env.err == nil {
+		// A handler that began a transaction and returned without ending it: abort it, so no
+		// lock stays held.
+		rt.log.Warn("handler returned inside its transaction; aborting it", "instance", in.id)
+		_ = env.AbortTx()
+		_, _ = env.endTx()
+	}
 	if env.err != nil {
 		return Result{}, rt.abandon(in.id, env.err)
 	}
 	res := Result{}
-	if herr != nil {
+	if env.tx != nil && env.tx.aborted != nil {
+		res = txAbortedResult(env.tx.aborted) // the caller's transaction aborts too
+	} else if herr != nil {
 		res.Error = herr.Error()
 	} else if out != nil {
 		b, err := json.Marshal(out)
@@ -341,14 +373,14 @@ func (rt *Runtime) execute(ctx context.Context, in *intent, replaying bool) (Res
 
 // runHandler calls the handler, turning a panic into an application error: a deterministic
 // panic would otherwise make the intent collector re-run the instance forever.
-func (rt *Runtime) runHandler(env *Env, args json.RawMessage) (out any, err error) {
+func (rt *Runtime) runHandler(env *Env, handler Handler, args json.RawMessage) (out any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rt.log.Error("handler panicked", "instance", env.id, "panic", p, "stack", string(debug.Stack()))
 			out, err = nil, fmt.Errorf("ssf %s: handler panicked: %v", rt.cfg.Name, p)
 		}
 	}()
-	return rt.cfg.Handler(env, args)
+	return handler(env, args)
 }
 
 // markDone records the result and marks the intent done, unless another execution already

@@ -17,11 +17,18 @@ type Handler func(env *Env, input json.RawMessage) (any, error)
 type Result struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// TxAborted reports that the instance ran inside a transaction that must abort (it lost a
+	// wait-die conflict, or the application aborted); the caller's transaction aborts too.
+	TxAborted bool `json:"tx_aborted,omitempty"`
 }
 
-// Err returns the application error carried by r, or nil.
+// Err returns the application error carried by r, or nil. A result of an aborted transaction
+// is an error wrapping ErrTxAborted.
 func (r Result) Err() error {
-	if r.Error == "" {
+	switch {
+	case r.TxAborted:
+		return fmt.Errorf("%w: %s", ErrTxAborted, r.Error)
+	case r.Error == "":
 		return nil
 	}
 	return &AppError{Message: r.Error}
@@ -55,6 +62,11 @@ type Request struct {
 	Caller *CallerRef `json:"caller,omitempty"`
 	// Result is the callee's result, for callbacks.
 	Result *Result `json:"result,omitempty"`
+	// Tx is the transaction the callee runs in (Beldi §6: contexts travel with calls).
+	Tx *TxContext `json:"tx,omitempty"`
+	// Builtin names a runtime-provided handler to run instead of the SSF's own (the commit and
+	// abort propagation of transactions).
+	Builtin string `json:"builtin,omitempty"`
 }
 
 // CallerRef names the invoke-log entry a callee reports to.
@@ -95,6 +107,9 @@ var (
 	// ErrDiverged: another execution of the same instance logged a different value for a step
 	// this execution has used; it stops before acting on it, and a re-execution replays the log.
 	ErrDiverged = errors.New("ssf: execution diverged from a concurrent execution of the same instance")
+	// ErrTxAborted: the transaction must abort (wait-die, the application, or a participant);
+	// operations in it fail with this until EndTx, which aborts it.
+	ErrTxAborted = errors.New("ssf: transaction aborted")
 	// ErrCrashed is what fault injectors return to simulate a crash at a point.
 	ErrCrashed = errors.New("ssf: crash injected")
 )

@@ -1,0 +1,409 @@
+package ssf
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// Transactions (Beldi §6): two-phase locking with wait-die over the items' linked DAALs, writes
+// kept in shadow DAALs until commit, and commit or abort propagated to every SSF the transaction
+// called. Every lock, shadow write, flush and release is an exactly-once step, so a crash at any
+// point leaves the intent collector to finish what was started: a transaction's effects are all
+// or nothing, and no lock stays held.
+//
+// Isolation is opacity: an operation takes the item's lock before it reads, so a transaction,
+// even one that will abort, only ever reads committed values or its own writes.
+
+// TxMode is what a transaction context asks of a participant.
+type TxMode string
+
+// Transaction modes.
+const (
+	TxExecute TxMode = "execute"
+	TxCommit  TxMode = "commit"
+	TxAbort   TxMode = "abort"
+)
+
+// TxContext identifies a transaction; it travels with SyncInvoke to every participant.
+type TxContext struct {
+	ID string `json:"id"`
+	// Start is the intent-creation time of the instance that began the transaction: its age for
+	// wait-die, stable across re-executions (and across retries of the transaction in the same
+	// instance, so a transaction that keeps dying gets older until it wins).
+	Start int64  `json:"start"`
+	Mode  TxMode `json:"mode"`
+}
+
+// older reports whether the holder (id, start) is older than t: it started earlier, or at the
+// same time with a smaller id (a total order, so exactly one of two transactions waits).
+func (t TxContext) youngerThan(holderID string, holderStart int64) bool {
+	return holderStart < t.Start || (holderStart == t.Start && holderID < t.ID)
+}
+
+// txState is an execution's view of the transaction it runs in.
+type txState struct {
+	ctx     TxContext
+	owner   bool            // this instance began it and decides it at EndTx
+	aborted error           // why it must abort; nil while it may commit
+	locked  map[string]bool // items locked by this execution (table|key), to lock each once
+}
+
+// BeginTx starts a transaction. Inside a transaction inherited from a caller it does nothing:
+// the caller's transaction continues (no nesting, as in Beldi).
+func (e *Env) BeginTx() error {
+	step, err := e.begin()
+	if err != nil {
+		return err
+	}
+	if e.tx != nil {
+		return nil
+	}
+	e.tx = &txState{ctx: TxContext{ID: fmt.Sprintf("%s#%d", e.id, step), Start: e.start, Mode: TxExecute}, owner: true, locked: map[string]bool{}}
+	return nil
+}
+
+// InTx reports whether the instance is in a transaction.
+func (e *Env) InTx() bool { return e.tx != nil }
+
+// AbortTx makes the transaction abort: operations in it fail with ErrTxAborted from now on, and
+// EndTx aborts it. In a transaction inherited from a caller, the caller's transaction aborts.
+func (e *Env) AbortTx() error {
+	if e.tx == nil {
+		return fmt.Errorf("%w: AbortTx outside a transaction", ErrBadInput)
+	}
+	if e.tx.aborted == nil {
+		e.tx.aborted = fmt.Errorf("%w by the application (instance %s)", ErrTxAborted, e.id)
+	}
+	return nil
+}
+
+// EndTx ends the transaction this instance began: it commits (shadow values become the items'
+// values, locks are released) unless the transaction must abort (locks are released, shadows
+// dropped), here and in every SSF the transaction called, and reports whether it committed.
+// Inside a transaction inherited from a caller it does nothing; the caller decides.
+func (e *Env) EndTx() (committed bool, err error) {
+	if _, err := e.begin(); err != nil {
+		return false, err
+	}
+	if e.tx == nil {
+		return false, fmt.Errorf("%w: EndTx without BeginTx", ErrBadInput)
+	}
+	if !e.tx.owner {
+		return e.tx.aborted == nil, nil
+	}
+	return e.endTx()
+}
+
+// endTx runs the commit or abort of the transaction this instance owns, as a built-in instance
+// of this SSF, so that it is exactly-once and survives crashes like any call.
+func (e *Env) endTx() (bool, error) {
+	tx := e.tx
+	mode := TxCommit
+	if tx.aborted != nil {
+		mode = TxAbort
+	}
+	e.tx = nil // the end runs outside the transaction
+	end := tx.ctx
+	end.Mode = mode
+	res, err := e.call(e.rt.cfg.Name, txEndInput{Tx: end, Visited: []string{e.rt.cfg.Name}}, false, builtinTxEnd)
+	if err != nil {
+		return false, err
+	}
+	if err := res.Err(); err != nil {
+		return false, e.fail(fmt.Errorf("%w: %s of transaction %s failed: %v", ErrCorrupt, mode, tx.ctx.ID, err))
+	}
+	return mode == TxCommit, nil
+}
+
+// Lock takes the item's lock for this instance, exactly once: a re-executed instance finds it
+// already holds it. Inside a transaction the lock belongs to the transaction (two-phase locking
+// with wait-die) and is released by EndTx; outside one it belongs to the instance, which waits
+// until it is free, and must Unlock it.
+func (e *Env) Lock(table, key string) error {
+	if err := validItem(table, key); err != nil {
+		return err
+	}
+	if e.tx != nil {
+		return e.txLock(table, key)
+	}
+	owner := "instance:" + e.id
+	for attempt := 0; ; attempt++ {
+		ok, err := e.lockStep(table, key, owner, e.start)
+		if err != nil || ok {
+			return err
+		}
+		if err := e.wait(attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// Unlock releases a lock taken by Lock outside a transaction (inside one, EndTx releases them).
+func (e *Env) Unlock(table, key string) error {
+	if err := validItem(table, key); err != nil {
+		return err
+	}
+	if e.tx != nil {
+		return fmt.Errorf("%w: locks taken in a transaction are released by EndTx (two-phase locking)", ErrBadInput)
+	}
+	step, err := e.begin()
+	if err != nil {
+		return err
+	}
+	if err := e.flush(); err != nil {
+		return err
+	}
+	if _, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), releaseIf("instance:"+e.id)); err != nil {
+		return e.fail(err)
+	}
+	return nil
+}
+
+// lockStep is one logged attempt to take the item's lock for owner.
+func (e *Env) lockStep(table, key, owner string, start int64) (bool, error) {
+	step, err := e.begin()
+	if err != nil {
+		return false, err
+	}
+	if err := e.flush(); err != nil { // taking a lock is an effect others see
+		return false, err
+	}
+	ok, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{
+		lock: &lockChange{owner: owner, start: start},
+		when: func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner },
+	})
+	if err != nil {
+		return false, e.fail(err)
+	}
+	return ok, nil
+}
+
+// releaseIf releases the item's lock if owner holds it.
+func releaseIf(owner string) daalWrite {
+	return daalWrite{lock: &lockChange{}, when: func(a store.Attrs) bool { return a[attrLockOwner] == owner }}
+}
+
+// wait backs off between lock attempts; sleeping is not an effect, so it is not logged.
+func (e *Env) wait(attempt int) error {
+	d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
+	select {
+	case <-e.ctx.Done():
+		return e.fail(e.ctx.Err())
+	case <-time.After(d):
+		return e.alive()
+	}
+}
+
+// txLock takes the item's lock for the transaction, once per execution (Beldi Fig. 11): if
+// another transaction holds it, an older requester waits and a younger one dies (wait-die), so
+// no deadlock can form.
+func (e *Env) txLock(table, key string) error {
+	tx := e.tx
+	if tx.aborted != nil {
+		return tx.aborted
+	}
+	item := table + "|" + key
+	if tx.locked[item] {
+		return nil
+	}
+	// Record the item first, so that commit or abort finds it even if the lock is taken and the
+	// execution dies at once. The record is idempotent, not a step.
+	if err := e.record(tx.ctx.ID, "k|"+item); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		ok, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start)
+		if err != nil {
+			return err
+		}
+		if ok {
+			tx.locked[item] = true
+			return nil
+		}
+		holder, err := e.lockHolder(table, key)
+		if err != nil {
+			return err
+		}
+		if holder.Owner != "" && tx.ctx.youngerThan(holder.Owner, holder.Start) {
+			tx.aborted = fmt.Errorf("%w: %s/%s is held by the older transaction %s (wait-die)", ErrTxAborted, table, key, holder.Owner)
+			return tx.aborted
+		}
+		if err := e.wait(attempt); err != nil {
+			return err
+		}
+	}
+}
+
+type lockHolder struct {
+	Owner string `json:"owner,omitempty"`
+	Start int64  `json:"start,omitempty"`
+}
+
+// lockHolder reads who holds the item's lock, logged so that a re-execution takes the same
+// wait-or-die decision. The last row holds the current lock, as it holds the current value.
+func (e *Env) lockHolder(table, key string) (lockHolder, error) {
+	step, err := e.begin()
+	if err != nil {
+		return lockHolder{}, err
+	}
+	raw, err := e.logged(step, func() ([]byte, error) {
+		rows, err := e.rt.st.Scan(e.ctx, dataPartition(table, key), store.ScanOptions{Reverse: true, Limit: 1,
+			Projection: []store.Path{store.Attr(attrLockOwner), store.Attr(attrLockStart)}})
+		if err != nil || len(rows) == 0 {
+			return []byte("{}"), err
+		}
+		h := lockHolder{}
+		h.Owner, _ = rows[0].Attrs[attrLockOwner].(string)
+		h.Start, _ = rows[0].Attrs[attrLockStart].(int64)
+		return json.Marshal(h)
+	})
+	var h lockHolder
+	if err == nil {
+		err = json.Unmarshal(raw, &h)
+	}
+	return h, err
+}
+
+// record notes in this SSF's transaction record that the transaction touched what.
+func (e *Env) record(txID, what string) error {
+	if _, err := e.rt.st.Update(e.ctx, store.Key{Partition: txPartition(txID), Sort: what}, store.Always(),
+		store.Update{store.SetAttr(store.Attr(attrKind), "tx")}); err != nil {
+		return e.fail(err)
+	}
+	return nil
+}
+
+// readInTx reads an item inside the transaction: its shadow if the transaction wrote it (read
+// your writes), else its committed value, under the item's lock.
+func (rt *Runtime) readInTx(e *Env, table, key string) ([]byte, error) {
+	rows, err := rt.st.Scan(e.ctx, shadowPartition(e.tx.ctx.ID, table, key), store.ScanOptions{Reverse: true, Limit: 1,
+		Projection: []store.Path{store.Attr(attrValue)}})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > 0 {
+		v, _ := rows[0].Attrs[attrValue].([]byte)
+		return v, nil
+	}
+	return rt.readValue(e.ctx, table, key)
+}
+
+// builtinTxEnd is the runtime handler that commits or aborts a transaction in one SSF.
+const builtinTxEnd = "tx-end"
+
+type txEndInput struct {
+	Tx TxContext `json:"tx"`
+	// Visited lists the SSFs this propagation already reached, so that a transaction whose
+	// calls form a cycle (A calls B calls A) ends in finitely many steps.
+	Visited []string `json:"visited"`
+}
+
+// endTxHandler commits or aborts the transaction's work in this SSF, then in every SSF it
+// called from here (Beldi's recursive Commit/Abort modes). A commit writes each shadow value to
+// its item and releases the item's lock in one step, so no item is ever left flushed but
+// locked, or released but unflushed; an abort releases the locks and leaves shadows unread.
+func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
+	var in txEndInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("%w: transaction end input %s: %v", ErrCorrupt, raw, err)
+	}
+	tx := in.Tx
+	// What the transaction touched here, logged: a re-execution ends the same set.
+	step, err := e.begin()
+	if err != nil {
+		return nil, err
+	}
+	listed, err := e.logged(step, func() ([]byte, error) {
+		rows, err := rt.st.Scan(e.ctx, txPartition(tx.ID), store.ScanOptions{Projection: []store.Path{}})
+		if err != nil {
+			return nil, err
+		}
+		sorts := make([]string, len(rows))
+		for i, r := range rows {
+			sorts[i] = r.Key.Sort
+		}
+		return json.Marshal(sorts)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var touched []string
+	if err := json.Unmarshal(listed, &touched); err != nil {
+		return nil, e.fail(fmt.Errorf("%w: transaction record %s", ErrCorrupt, listed))
+	}
+	var callees []string
+	for _, t := range touched {
+		if ssf, ok := strings.CutPrefix(t, "c|"); ok {
+			callees = append(callees, ssf)
+			continue
+		}
+		table, key, _ := strings.Cut(strings.TrimPrefix(t, "k|"), "|")
+		w := releaseIf(tx.ID)
+		if tx.Mode == TxCommit {
+			step, err := e.begin()
+			if err != nil {
+				return nil, err
+			}
+			shadow, err := e.logged(step, func() ([]byte, error) { return rt.shadowValue(e, tx.ID, table, key) })
+			if err != nil {
+				return nil, err
+			}
+			if shadow != nil { // written in the transaction: "null" stores null; nil: only read
+				w.setValue, w.value = true, shadow[1:]
+			}
+		}
+		step, err := e.begin()
+		if err != nil {
+			return nil, err
+		}
+		if err := e.flush(); err != nil {
+			return nil, err
+		}
+		if _, err := rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), w); err != nil {
+			return nil, e.fail(err)
+		}
+	}
+	visited := append(slices.Clone(in.Visited), callees...)
+	for _, c := range callees {
+		if slices.Contains(in.Visited, c) {
+			continue
+		}
+		res, err := e.call(c, txEndInput{Tx: tx, Visited: visited}, false, builtinTxEnd)
+		if err != nil {
+			return nil, err
+		}
+		if err := res.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// shadowValue returns the transaction's shadow value of an item prefixed with "=" if the
+// transaction wrote it (so a written null is "=null"), or nil if it did not.
+func (rt *Runtime) shadowValue(e *Env, txID, table, key string) ([]byte, error) {
+	rows, err := rt.st.Scan(e.ctx, shadowPartition(txID, table, key), store.ScanOptions{Reverse: true, Limit: 1,
+		Projection: []store.Path{store.Attr(attrValue)}})
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	v, ok := rows[0].Attrs[attrValue].([]byte)
+	if !ok {
+		v = []byte("null")
+	}
+	return append([]byte("="), v...), nil
+}
+
+// txAbortedResult marks an instance's result as that of an aborted transaction participant.
+func txAbortedResult(err error) Result {
+	return Result{Error: err.Error(), TxAborted: true}
+}
+
+// errTxNotSupported is returned by operations a transaction cannot contain.
+var errTxNotSupported = errors.New("not supported inside a transaction")

@@ -1,0 +1,292 @@
+package ssf_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// accounts is an SSF that adds to a balance, refusing to go negative; called inside a
+// transaction it locks the account and writes a shadow.
+func accounts(env *ssf.Env, in json.RawMessage) (any, error) {
+	var op struct {
+		Account string `json:"account"`
+		Delta   int64  `json:"delta"`
+		Set     *int64 `json:"set,omitempty"`
+	}
+	if err := json.Unmarshal(in, &op); err != nil {
+		return nil, err
+	}
+	if op.Set != nil {
+		return nil, env.Write("bal", op.Account, *op.Set)
+	}
+	var bal int64
+	if _, err := env.ReadInto("bal", op.Account, &bal); err != nil {
+		return nil, err
+	}
+	if bal+op.Delta < 0 {
+		return nil, env.AbortTx() // insufficient funds: the whole transfer aborts
+	}
+	return bal + op.Delta, env.Write("bal", op.Account, bal+op.Delta)
+}
+
+type transfer struct {
+	From, To string
+	Amount   int64
+}
+
+// teller moves money between two accounts of the accounts SSF in one transaction.
+func teller(env *ssf.Env, in json.RawMessage) (any, error) {
+	var t transfer
+	if err := json.Unmarshal(in, &t); err != nil {
+		return nil, err
+	}
+	for {
+		if err := env.BeginTx(); err != nil {
+			return nil, err
+		}
+		_, err := env.SyncInvoke("accounts", map[string]any{"account": t.From, "delta": -t.Amount})
+		if err == nil {
+			_, err = env.SyncInvoke("accounts", map[string]any{"account": t.To, "delta": t.Amount})
+		}
+		if err != nil && !errors.Is(err, ssf.ErrTxAborted) {
+			return nil, err
+		}
+		committed, err := env.EndTx()
+		if err != nil || committed {
+			return committed, err
+		}
+		// Aborted: by wait-die (retry) or for lack of funds (give up).
+		funds, err := env.SyncInvoke("accounts", map[string]any{"account": t.From, "delta": 0})
+		if err != nil {
+			return nil, err
+		}
+		var have int64
+		if err := json.Unmarshal(funds, &have); err != nil || have < t.Amount {
+			return false, err
+		}
+	}
+}
+
+func newBank(t *testing.T) (*local.Host, map[string]*ssf.Runtime) {
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	rts := map[string]*ssf.Runtime{}
+	for name, fn := range map[string]ssf.Handler{"accounts": accounts, "teller": teller} {
+		rts[name] = add(t, h, name, 4, fn)
+	}
+	for _, a := range []string{"a", "b", "c"} {
+		if _, err := h.Invoke(context.Background(), "accounts", "open-"+a, map[string]any{"account": a, "set": 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h, rts
+}
+
+func balances(t *testing.T, rt *ssf.Runtime) map[string]string {
+	items, err := rt.Items(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range items {
+		out[k] = string(v)
+	}
+	return out
+}
+
+func noLocks(t *testing.T, rts map[string]*ssf.Runtime) {
+	t.Helper()
+	for name, rt := range rts {
+		locks, err := rt.Locks(context.Background())
+		if err != nil || len(locks) != 0 {
+			t.Fatalf("%s: locks left held: %v %v", name, locks, err)
+		}
+	}
+}
+
+func TestTransactionCommitsAcrossSSFs(t *testing.T) {
+	h, rts := newBank(t)
+	r, err := h.Invoke(context.Background(), "teller", "t1", transfer{"a", "b", 30})
+	if err != nil || string(r.Output) != "true" {
+		t.Fatalf("transfer: %+v %v", r, err)
+	}
+	if got := balances(t, rts["accounts"]); got["bal/a"] != "70" || got["bal/b"] != "130" {
+		t.Fatalf("balances %v", got)
+	}
+	noLocks(t, rts)
+}
+
+func TestTransactionAbortLeavesNothing(t *testing.T) {
+	h, rts := newBank(t)
+	r, err := h.Invoke(context.Background(), "teller", "t1", transfer{"a", "b", 500})
+	if err != nil || string(r.Output) != "false" {
+		t.Fatalf("transfer: %+v %v", r, err)
+	}
+	if got := balances(t, rts["accounts"]); got["bal/a"] != "100" || got["bal/b"] != "100" {
+		t.Fatalf("an aborted transfer changed balances: %v", got)
+	}
+	noLocks(t, rts)
+}
+
+func TestReadYourWritesAndIsolation(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	add(t, h, "rw", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if string(in) == `"outside"` {
+			v, err := env.Read("t", "x") // outside any transaction: committed state only
+			return json.RawMessage(v), err
+		}
+		if err := env.BeginTx(); err != nil {
+			return nil, err
+		}
+		if err := env.Write("t", "x", 42); err != nil {
+			return nil, err
+		}
+		v, err := env.Read("t", "x")
+		if err != nil || string(v) != "42" {
+			return nil, fmt.Errorf("read your writes: %s %v", v, err)
+		}
+		close(inside)
+		<-release
+		_, err = env.EndTx()
+		return nil, err
+	})
+	done := make(chan error)
+	go func() { _, err := h.Invoke(context.Background(), "rw", "tx", nil); done <- err }()
+	<-inside
+	r, err := h.Invoke(context.Background(), "rw", "peek", "outside")
+	if err != nil || string(r.Output) != "null" {
+		t.Fatalf("an uncommitted write was visible: %s %v", r.Output, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r, _ = h.Invoke(context.Background(), "rw", "peek2", "outside")
+	if string(r.Output) != "42" {
+		t.Fatalf("committed value: %s", r.Output)
+	}
+}
+
+// Beldi Fig. 12: under OCC, a transaction that read x after another's write to x but y before
+// it would loop forever; with opacity both instances always terminate.
+func TestFig12ConcurrentInstancesTerminate(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	rt := add(t, h, "fig12", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if string(in) == `"init"` {
+			if err := env.Write("t", "x", 0); err != nil {
+				return nil, err
+			}
+			return nil, env.Write("t", "y", 1)
+		}
+		for {
+			if err := env.BeginTx(); err != nil {
+				return nil, err
+			}
+			var x, y int
+			_, err := env.ReadInto("t", "x", &x)
+			if err == nil {
+				_, err = env.ReadInto("t", "y", &y)
+			}
+			if err == nil {
+				for steps := 0; x != y; steps++ {
+					if steps > 1000 { // only reachable from an inconsistent snapshot
+						return nil, fmt.Errorf("inconsistent snapshot x=%d y=%d", x, y)
+					}
+					if x < y {
+						x++
+					} else {
+						y++
+					}
+				}
+				if err = env.Write("t", "x", x+2); err == nil {
+					err = env.Write("t", "y", y+4)
+				}
+			}
+			if err != nil && !errors.Is(err, ssf.ErrTxAborted) {
+				return nil, err
+			}
+			if committed, err := env.EndTx(); err != nil || committed {
+				return x, err
+			}
+		}
+	})
+	if _, err := h.Invoke(context.Background(), "fig12", "init", "init"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h.Invoke(context.Background(), "fig12", fmt.Sprint("t", i), "run")
+			if err == nil {
+				err = r.Err()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	items, _ := rt.Items(context.Background())
+	if string(items["t/x"]) == string(items["t/y"]) {
+		t.Fatalf("x and y: %s %s", items["t/x"], items["t/y"])
+	}
+	noLocks(t, map[string]*ssf.Runtime{"fig12": rt})
+}
+
+// Wait-die: when a younger transaction meets an older one's lock it dies; an older one waits.
+func TestWaitDie(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	holding := make(chan struct{})
+	release := make(chan struct{})
+	var youngerErr error
+	add(t, h, "wd", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.BeginTx(); err != nil {
+			return nil, err
+		}
+		err := env.Write("t", "k", string(in))
+		if string(in) == `"old"` {
+			close(holding)
+			<-release
+		} else {
+			youngerErr = err
+		}
+		committed, endErr := env.EndTx()
+		if endErr != nil {
+			return nil, endErr
+		}
+		return committed, nil
+	})
+	ctx := context.Background()
+	old := make(chan ssf.Result)
+	go func() { r, _ := h.Invoke(ctx, "wd", "old", "old"); old <- r }()
+	<-holding
+	time.Sleep(2 * time.Millisecond) // the younger intent is created later
+	r, err := h.Invoke(ctx, "wd", "young", "young")
+	if err != nil || string(r.Output) != "false" || !errors.Is(youngerErr, ssf.ErrTxAborted) {
+		t.Fatalf("the younger transaction should die: %+v %v %v", r, err, youngerErr)
+	}
+	close(release)
+	if r := <-old; string(r.Output) != "true" {
+		t.Fatalf("the older transaction should commit: %+v", r)
+	}
+}
