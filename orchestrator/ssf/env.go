@@ -184,7 +184,7 @@ func (e *Env) SyncInvoke(callee string, input any) (json.RawMessage, error) {
 		return nil, err
 	}
 	if res.TxAborted && e.tx != nil && e.tx.aborted == nil {
-		e.tx.aborted = fmt.Errorf("%w: participant %s aborted: %s", ErrTxAborted, callee, res.Error)
+		e.tx.aborted = &TxAbortedError{TxID: e.tx.ctx.ID, Start: e.tx.ctx.Start, Reason: "participant", Participant: callee, Message: res.Error}
 	}
 	return res.Output, res.Err()
 }

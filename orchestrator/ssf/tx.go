@@ -40,17 +40,46 @@ type TxContext struct {
 	Mode  TxMode `json:"mode"`
 }
 
-// older reports whether the holder (id, start) is older than t: it started earlier, or at the
-// same time with a smaller id (a total order, so exactly one of two transactions waits).
+// youngerThan reports whether t is younger than the holder (id, start): the holder started
+// earlier, or at the same time with a smaller id (a total order, so exactly one of two
+// transactions waits).
 func (t TxContext) youngerThan(holderID string, holderStart int64) bool {
 	return holderStart < t.Start || (holderStart == t.Start && holderID < t.ID)
 }
+
+// TxAbortedError says why a transaction must abort; errors.Is(err, ErrTxAborted) holds.
+type TxAbortedError struct {
+	TxID  string
+	Start int64 // the transaction's wait-die age
+	// Reason is "wait-die", "application" or "participant".
+	Reason string
+	// For wait-die: the item and the older transaction holding its lock.
+	Item        string
+	Holder      string
+	HolderStart int64
+	// For a participant's abort: the SSF and its message.
+	Participant string
+	Message     string
+}
+
+func (e *TxAbortedError) Error() string {
+	switch e.Reason {
+	case "wait-die":
+		return fmt.Sprintf("ssf: transaction %s aborted: %s is held by the older transaction %s (wait-die)", e.TxID, e.Item, e.Holder)
+	case "participant":
+		return fmt.Sprintf("ssf: transaction %s aborted by participant %s: %s", e.TxID, e.Participant, e.Message)
+	}
+	return fmt.Sprintf("ssf: transaction %s aborted by the application", e.TxID)
+}
+
+// Is makes errors.Is(err, ErrTxAborted) hold.
+func (e *TxAbortedError) Is(target error) bool { return target == ErrTxAborted }
 
 // txState is an execution's view of the transaction it runs in.
 type txState struct {
 	ctx     TxContext
 	owner   bool            // this instance began it and decides it at EndTx
-	aborted error           // why it must abort; nil while it may commit
+	aborted *TxAbortedError // why it must abort; nil while it may commit
 	locked  map[string]bool // items locked by this execution (table|key), to lock each once
 }
 
@@ -78,7 +107,7 @@ func (e *Env) AbortTx() error {
 		return fmt.Errorf("%w: AbortTx outside a transaction", ErrBadInput)
 	}
 	if e.tx.aborted == nil {
-		e.tx.aborted = fmt.Errorf("%w by the application (instance %s)", ErrTxAborted, e.id)
+		e.tx.aborted = &TxAbortedError{TxID: e.tx.ctx.ID, Start: e.tx.ctx.Start, Reason: "application"}
 	}
 	return nil
 }
@@ -231,7 +260,8 @@ func (e *Env) txLock(table, key string) error {
 			return err
 		}
 		if holder.Owner != "" && tx.ctx.youngerThan(holder.Owner, holder.Start) {
-			tx.aborted = fmt.Errorf("%w: %s/%s is held by the older transaction %s (wait-die)", ErrTxAborted, table, key, holder.Owner)
+			tx.aborted = &TxAbortedError{TxID: tx.ctx.ID, Start: tx.ctx.Start, Reason: "wait-die",
+				Item: table + "/" + key, Holder: holder.Owner, HolderStart: holder.Start}
 			return tx.aborted
 		}
 		if err := e.wait(attempt); err != nil {
@@ -401,7 +431,7 @@ func (rt *Runtime) shadowValue(e *Env, txID, table, key string) ([]byte, error) 
 }
 
 // txAbortedResult marks an instance's result as that of an aborted transaction participant.
-func txAbortedResult(err error) Result {
+func txAbortedResult(err *TxAbortedError) Result {
 	return Result{Error: err.Error(), TxAborted: true}
 }
 
