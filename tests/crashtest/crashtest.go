@@ -18,15 +18,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand"
-	"os"
 	"reflect"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/internal/crashkit"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -53,55 +52,6 @@ func Run(t *testing.T, newStore StoreFactory, opts Options) {
 	t.Run("ConcurrentInvariants", func(t *testing.T) { concurrentInvariants(t, newStore) })
 }
 
-// Seed returns the base seed: SSFKIT_SEED if set, else a fixed one, so failures reproduce.
-func Seed(t testing.TB) int64 {
-	if s := os.Getenv("SSFKIT_SEED"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SSFKIT_SEED=%q is not an integer", s)
-		}
-		return n
-	}
-	return 20201104 // Beldi's OSDI date
-}
-
-// injector crashes executions at chosen points: the k-th point overall, or randomly.
-type injector struct {
-	mu      sync.Mutex
-	enabled bool
-	count   int
-	crashAt int
-	rng     *rand.Rand
-	prob    float64
-	budget  int
-	crashes []ssf.FaultPoint
-}
-
-func (in *injector) Inject(_ context.Context, p ssf.FaultPoint) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if !in.enabled {
-		return nil
-	}
-	in.count++
-	crash := in.count == in.crashAt
-	if in.rng != nil && in.budget > 0 && in.rng.Float64() < in.prob {
-		crash = true
-	}
-	if !crash {
-		return nil
-	}
-	in.budget--
-	in.crashes = append(in.crashes, p)
-	return ssf.ErrCrashed
-}
-
-func (in *injector) set(enabled bool) {
-	in.mu.Lock()
-	in.enabled = enabled
-	in.mu.Unlock()
-}
-
 const (
 	lifetime = time.Hour
 	gcBound  = 2 * time.Hour
@@ -110,14 +60,14 @@ const (
 type world struct {
 	host  *local.Host
 	rts   map[string]*ssf.Runtime
-	inj   *injector
+	inj   *crashkit.Injector
 	clock *testclock.Manual
 	// pipelined submits every request before draining, so re-executions overlap later
 	// requests (a crashed write may find its log entry in a row that has since filled up).
 	pipelined bool
 }
 
-func newWorld(t testing.TB, newStore StoreFactory, inj *injector, sequential bool) *world {
+func newWorld(t testing.TB, newStore StoreFactory, inj *crashkit.Injector, sequential bool) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: testclock.New(time.Unix(1_700_000_000, 0))}
 	w.host.Sequential = sequential
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -155,25 +105,25 @@ func (w *world) run(t testing.TB, transfers []bank.Transfer) outcome {
 			t.Fatal(err)
 		}
 	}
-	w.inj.set(true)
+	w.inj.Enable(true)
 	if w.host.Sequential {
 		for i, tr := range transfers {
-			w.submit(t, transferID(i), tr)
+			crashkit.Submit(t, w.host, w.rts[bank.Teller], transferID(i), tr)
 			if !w.pipelined {
-				w.drain(t) // the client waits for its result, so requests apply in order
+				crashkit.Drain(t, w.host, w.clock, w.rts) // the client waits for its result, so requests apply in order
 			}
 		}
 	} else {
 		var wg sync.WaitGroup
 		for i, tr := range transfers {
 			wg.Add(1)
-			go func() { defer wg.Done(); w.submit(t, transferID(i), tr) }()
+			go func() { defer wg.Done(); crashkit.Submit(t, w.host, w.rts[bank.Teller], transferID(i), tr) }()
 		}
 		wg.Wait()
 	}
-	w.drain(t)
-	w.inj.set(false)
-	out := outcome{receipts: map[string]bank.Receipt{}, crashes: w.inj.crashes, points: w.inj.count}
+	crashkit.Drain(t, w.host, w.clock, w.rts)
+	w.inj.Enable(false)
+	out := outcome{receipts: map[string]bank.Receipt{}, crashes: w.inj.Crashes(), points: w.inj.Points()}
 	for i := range transfers {
 		st, err := w.rts[bank.Teller].Intent(ctx, transferID(i))
 		if err != nil || !st.Done {
@@ -198,61 +148,13 @@ func (w *world) run(t testing.TB, transfers []bank.Transfer) outcome {
 	return out
 }
 
-// submit delivers a request the way a platform does: retried until it is accepted, that is,
-// until its intent is registered. A crash after that is the intent collector's to finish.
-func (w *world) submit(t testing.TB, id string, tr bank.Transfer) {
-	ctx := context.Background()
-	for attempt := 0; attempt < 100; attempt++ {
-		if _, err := w.host.Invoke(ctx, bank.Teller, id, tr); err == nil {
-			return
-		}
-		st, err := w.rts[bank.Teller].Intent(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Exists {
-			return
-		}
-	}
-	t.Fatalf("request %s never accepted", id)
-}
-
-// drain runs the intent collectors until no instance is unfinished.
-func (w *world) drain(t testing.TB) {
-	ctx := context.Background()
-	for round := 0; ; round++ {
-		w.host.Wait()
-		pending := 0
-		for _, rt := range w.rts {
-			n, err := rt.Pending(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pending += n
-		}
-		if pending == 0 {
-			return
-		}
-		if round == 1000 {
-			t.Fatalf("%d instances still unfinished after %d intent-collector rounds", pending, round)
-		}
-		w.clock.Advance(time.Millisecond) // past RelaunchDelay
-		for _, rt := range w.rts {
-			if _, err := rt.CollectIntents(ctx); err != nil && !errors.Is(err, ssf.ErrCrashed) {
-				t.Fatal(err) // a crashed pass is finished by the next one
-			}
-		}
-	}
-}
-
 // collectAll runs the garbage collectors past T, first with passes crashing at random points
 // (a collector needs only at-least-once execution), then cleanly until everything collectible
 // is gone, and checks that state is unchanged and logs and rows were reclaimed.
 func (w *world) collectAll(t testing.TB, o outcome, seed int64) {
 	ctx := context.Background()
-	w.inj.mu.Lock()
-	w.inj.rng, w.inj.prob, w.inj.budget, w.inj.enabled = rand.New(rand.NewSource(seed)), 0.05, 30, true
-	w.inj.mu.Unlock()
+	w.inj.Rearm(seed, 0.05, 30)
+	w.inj.Enable(true)
 	gcPasses := func(n int) {
 		for pass := 0; pass < n; pass++ {
 			w.clock.Advance(gcBound + time.Second)
@@ -263,10 +165,10 @@ func (w *world) collectAll(t testing.TB, o outcome, seed int64) {
 			}
 		}
 	}
-	before := len(w.inj.crashes)
+	before := len(w.inj.Crashes())
 	gcPasses(4) // with crashes
-	w.inj.set(false)
-	if crashed := len(w.inj.crashes) - before; crashed == 0 {
+	w.inj.Enable(false)
+	if crashed := len(w.inj.Crashes()) - before; crashed == 0 {
 		t.Fatalf("no garbage-collector pass crashed; the crash phase tested nothing")
 	}
 	// Pass 1 stamps finish times, 2 recycles and unlinks, 3 dangles, 4 deletes.
@@ -341,11 +243,11 @@ func checkInvariants(t testing.TB, what string, transfers []bank.Transfer, o out
 
 // everyPoint crashes a run once at each injection point of the clean run in turn.
 func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
-	clean := newWorld(t, newStore, &injector{}, true).run(t, fixedTransfers)
+	clean := newWorld(t, newStore, crashkit.At(0), true).run(t, fixedTransfers)
 	checkInvariants(t, "clean run", fixedTransfers, clean)
 	t.Logf("clean run passes %d injection points; crashing at every %d", clean.points, stride)
 	for k := 1; k <= clean.points; k += stride {
-		w := newWorld(t, newStore, &injector{crashAt: k}, true)
+		w := newWorld(t, newStore, crashkit.At(k), true)
 		got := w.run(t, fixedTransfers)
 		what := fmt.Sprintf("crash at point %d/%d (%v)", k, clean.points, got.crashes)
 		if len(got.crashes) != 1 {
@@ -361,7 +263,7 @@ func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
 
 // randomSchedules runs random transfers with several crashes at random points, seeded.
 func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
-	base := Seed(t)
+	base := crashkit.Seed(t)
 	for s := 0; s < schedules; s++ {
 		seed := base + int64(s)
 		rng := rand.New(rand.NewSource(seed))
@@ -371,8 +273,8 @@ func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
 			from := rng.Intn(3)
 			transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(120)}
 		}
-		clean := newWorld(t, newStore, &injector{}, true).run(t, transfers)
-		inj := &injector{rng: rand.New(rand.NewSource(seed)), prob: 0.02, budget: 12}
+		clean := newWorld(t, newStore, crashkit.At(0), true).run(t, transfers)
+		inj := crashkit.Random(seed, 0.02, 12)
 		w := newWorld(t, newStore, inj, true)
 		got := w.run(t, transfers)
 		what := fmt.Sprintf("schedule with seed %d (rerun: SSFKIT_SEED=%d, %d crashes)", seed, seed, len(got.crashes))
@@ -380,7 +282,7 @@ func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
 		checkInvariants(t, what, transfers, got)
 		w.collectAll(t, got, seed)
 
-		inj = &injector{rng: rand.New(rand.NewSource(seed)), prob: 0.03, budget: 12}
+		inj = crashkit.Random(seed, 0.03, 12)
 		w = newWorld(t, newStore, inj, true)
 		w.pipelined = true
 		got = w.run(t, transfers)
@@ -392,7 +294,7 @@ func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
 // concurrentInvariants submits transfers concurrently with random crashes; the order, and so
 // the outcome, varies, but the invariants must hold.
 func concurrentInvariants(t *testing.T, newStore StoreFactory) {
-	seed := Seed(t)
+	seed := crashkit.Seed(t)
 	rng := rand.New(rand.NewSource(seed))
 	names := []string{"alice", "bob", "carol"}
 	transfers := make([]bank.Transfer, 24)
@@ -400,7 +302,7 @@ func concurrentInvariants(t *testing.T, newStore StoreFactory) {
 		from := rng.Intn(3)
 		transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(60)}
 	}
-	inj := &injector{rng: rand.New(rand.NewSource(seed)), prob: 0.01, budget: 20}
+	inj := crashkit.Random(seed, 0.01, 20)
 	w := newWorld(t, newStore, inj, false)
 	got := w.run(t, transfers)
 	checkInvariants(t, fmt.Sprintf("concurrent run with seed %d (rerun: SSFKIT_SEED=%d)", seed, seed), transfers, got)

@@ -9,11 +9,11 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/memstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
-	"github.com/ssfkit/ssfkit/tests/crashtest"
+	"github.com/ssfkit/ssfkit/internal/crashkit"
 )
 
 func options(t *testing.T) Options {
-	return Options{Clients: 6, Duration: 2500 * time.Millisecond, Keys: 3, Seed: crashtest.Seed(t), MaxDelay: 300 * time.Microsecond, Crash: 0.01}
+	return Options{Clients: 6, Duration: 2500 * time.Millisecond, Keys: 3, Seed: crashkit.Seed(t), MaxDelay: 300 * time.Microsecond, Crash: 0.01}
 }
 
 func TestLinearizableMemStore(t *testing.T) {
