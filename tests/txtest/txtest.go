@@ -29,10 +29,11 @@ import (
 // StoreFactory returns a fresh, empty table for the named SSF.
 type StoreFactory func(t testing.TB, ssfName string) *store.Table
 
-// Run runs the whole suite against tables from newStore.
-func Run(t *testing.T, newStore StoreFactory) {
+// Run runs the whole suite against tables from newStore. stride > 1 crashes at every
+// stride-th point only, for slower backends.
+func Run(t *testing.T, newStore StoreFactory, stride int) {
 	t.Run("ConcurrentTransfersSerializable", func(t *testing.T) { concurrentTransfers(t, newStore) })
-	t.Run("CrashAtEveryPointOfCommitAndAbort", func(t *testing.T) { everyPoint(t, newStore) })
+	t.Run("CrashAtEveryPointOfCommitAndAbort", func(t *testing.T) { everyPoint(t, newStore, max(stride, 1)) })
 	t.Run("WaitDieRandomLockOrders", func(t *testing.T) { waitDie(t, newStore) })
 }
 
@@ -381,7 +382,7 @@ var fixed = []transfer{{"a", "b", 30}, {"b", "c", 500}, {"c", "a", 10}}
 
 // everyPoint crashes a sequential run once at each injection point of a clean run, including
 // between flushing one item and the next, and between notifying one participant and the next.
-func everyPoint(t *testing.T, newStore StoreFactory) {
+func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
 	run := func(inj *crashkit.Injector) (map[string]outcome, map[string]map[string][]byte, *world) {
 		w := newWorld(t, newStore, inj, testclock.New(time.Unix(1_700_000_000, 0)), true)
 		inj.Enable(true)
@@ -398,8 +399,8 @@ func everyPoint(t *testing.T, newStore StoreFactory) {
 	if !cleanOut[transferID(0)].Committed || cleanOut[transferID(1)].Committed {
 		t.Fatalf("clean run: %+v", cleanOut)
 	}
-	t.Logf("clean run passes %d injection points", count.Points())
-	for k := 1; k <= count.Points(); k++ {
+	t.Logf("clean run passes %d injection points; crashing at every %d", count.Points(), stride)
+	for k := 1; k <= count.Points(); k += stride {
 		inj := crashkit.At(k)
 		out, state, w := run(inj)
 		what := fmt.Sprintf("crash at point %d/%d (%v)", k, count.Points(), inj.Crashes())

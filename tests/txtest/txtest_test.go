@@ -13,7 +13,7 @@ import (
 func TestTransactionsMemStore(t *testing.T) {
 	Run(t, func(testing.TB, string) *store.Table {
 		return store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://")
-	})
+	}, 1)
 }
 
 func TestTransactionsSQLite(t *testing.T) {
@@ -27,5 +27,5 @@ func TestTransactionsSQLite(t *testing.T) {
 		}
 		t.Cleanup(func() { tbl.Close() })
 		return tbl
-	})
+	}, 6) // every point on mem://; every sixth here keeps the default run short
 }
