@@ -86,10 +86,11 @@ type lockChange struct {
 }
 
 // writeDAAL performs one logged write on the linked DAAL in partition part under logKey lk,
-// and reports whether it applied (always true without a condition). Beldi Fig. 6 and §4.4: a
+// and reports whether it applied (always true without a condition) and whether that outcome was
+// already logged (by an earlier or concurrent execution of the step: Beldi's case A). Beldi Fig. 6 and §4.4: a
 // projected scan first finds whether this step already happened in any row (case A) and where
 // the tail is; tryWrite then works through the cases on the tail.
-func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, w daalWrite) (bool, error) {
+func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, w daalWrite) (applied, replayed bool, err error) {
 	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
 	if w.when != nil {
 		// The condition needs the tail's state: bring it with the scan rather than in a
@@ -99,16 +100,16 @@ func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, w daalWrite) 
 	}
 	chain, _, err := rt.scanChain(ctx, part, proj)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for _, r := range chain {
 		if outcome, ok := loggedOutcome(r.attrs, lk); ok {
-			return outcome, nil
+			return outcome, true, nil
 		}
 	}
 	if len(chain) == 0 {
 		if err := rt.ensureHead(ctx, part); err != nil {
-			return false, err
+			return false, false, err
 		}
 		return rt.tryWrite(ctx, part, headRowID, nil, lk, w)
 	}
@@ -137,19 +138,19 @@ func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
 // A conditional write also pins the row version it evaluated the condition against, so the
 // logged outcome is the condition's value at the instant of the write.
 // cur is the row's state if the caller knows it (a conditional write's scan), else nil.
-func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Attrs, lk string, w daalWrite) (bool, error) {
+func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Attrs, lk string, w daalWrite) (applied, replayed bool, err error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return false, err
+			return false, false, err
 		}
 		key := store.Key{Partition: part, Sort: row}
 		if cur == nil && w.when != nil {
 			a, found, err := rt.st.Get(ctx, key)
 			if err != nil {
-				return false, err
+				return false, false, err
 			}
 			if !found {
-				return false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+				return false, false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
 			}
 			cur = a
 		}
@@ -161,18 +162,18 @@ func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Att
 			}
 			r, err := rt.st.Update(ctx, key, guard, w.update(lk, applies))
 			if err != nil {
-				return false, err
+				return false, false, err
 			}
 			if r.Applied {
-				return applies, nil // case B (B1 or B2)
+				return applies, false, nil // case B (B1 or B2)
 			}
 			if r.Attrs == nil {
-				return false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+				return false, false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
 			}
 			cur = r.Attrs
 		}
 		if outcome, ok := loggedOutcome(cur, lk); ok {
-			return outcome, nil // case A: a concurrent execution of this step got here first
+			return outcome, true, nil // case A: a concurrent execution of this step got here first
 		}
 		if next, ok := cur[attrNextRow].(string); ok {
 			row, cur = next, nil // case C
@@ -181,7 +182,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Att
 		if n, _ := cur[attrLogSize].(int64); n >= int64(rt.cfg.RowCapacity) {
 			next, err := rt.appendRow(ctx, part, row, cur) // case D
 			if err != nil {
-				return false, err
+				return false, false, err
 			}
 			row, cur = next, nil
 			continue

@@ -137,7 +137,7 @@ func (e *Env) Write(table, key string, value any) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	if _, err := e.rt.writeDAAL(e.ctx, part, logKey(e.id, step), daalWrite{setValue: true, value: val}); err != nil {
+	if _, _, err := e.rt.writeDAAL(e.ctx, part, logKey(e.id, step), daalWrite{setValue: true, value: val}); err != nil {
 		return e.fail(err)
 	}
 	return nil
@@ -166,7 +166,7 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, er
 	if err := e.flush(); err != nil {
 		return false, err
 	}
-	ok, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{setValue: true, value: val,
+	ok, _, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{setValue: true, value: val,
 		when: func(a store.Attrs) bool { return evalOnValue(cond, a[attrValue]) }})
 	if err != nil {
 		return false, e.fail(err)

@@ -163,12 +163,14 @@ func (e *Env) Lock(table, key string) error {
 	}
 	owner := "instance:" + e.id
 	for attempt := 0; ; attempt++ {
-		ok, err := e.lockStep(table, key, owner, e.start)
+		ok, replayed, err := e.lockStep(table, key, owner, e.start)
 		if err != nil || ok {
 			return err
 		}
-		if err := e.wait(attempt); err != nil {
-			return err
+		if !replayed {
+			if err := e.wait(attempt); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -188,29 +190,31 @@ func (e *Env) Unlock(table, key string) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	if _, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), releaseIf("instance:"+e.id)); err != nil {
+	if _, _, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), releaseIf("instance:"+e.id)); err != nil {
 		return e.fail(err)
 	}
 	return nil
 }
 
-// lockStep is one logged attempt to take the item's lock for owner.
-func (e *Env) lockStep(table, key, owner string, start int64) (bool, error) {
+// lockStep is one logged attempt to take the item's lock for owner. replayed reports that the
+// outcome came from the log: a re-execution must not sleep again through waits it already
+// waited, or a wait longer than the lifetime bound could never be replayed to its end.
+func (e *Env) lockStep(table, key, owner string, start int64) (ok, replayed bool, err error) {
 	step, err := e.begin()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if err := e.flush(); err != nil { // taking a lock is an effect others see
-		return false, err
+		return false, false, err
 	}
-	ok, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{
+	ok, replayed, err = e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{
 		lock: &lockChange{owner: owner, start: start},
 		when: func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner },
 	})
 	if err != nil {
-		return false, e.fail(err)
+		return false, false, e.fail(err)
 	}
-	return ok, nil
+	return ok, replayed, nil
 }
 
 // releaseIf releases the item's lock if owner holds it.
@@ -247,7 +251,7 @@ func (e *Env) txLock(table, key string) error {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		ok, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start)
+		ok, replayed, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start)
 		if err != nil {
 			return err
 		}
@@ -264,8 +268,10 @@ func (e *Env) txLock(table, key string) error {
 				Item: table + "/" + key, Holder: holder.Owner, HolderStart: holder.Start}
 			return tx.aborted
 		}
-		if err := e.wait(attempt); err != nil {
-			return err
+		if !replayed {
+			if err := e.wait(attempt); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -395,7 +401,7 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 		if err := e.flush(); err != nil {
 			return nil, err
 		}
-		if _, err := rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), w); err != nil {
+		if _, _, err := rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), w); err != nil {
 			return nil, e.fail(err)
 		}
 	}

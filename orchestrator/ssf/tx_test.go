@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -290,3 +292,66 @@ func TestWaitDie(t *testing.T) {
 		t.Fatalf("the older transaction should commit: %+v", r)
 	}
 }
+
+// An older transaction waiting (wait-die) longer than Lifetime for a lock a younger one holds:
+// each execution is fenced at its lifetime and relaunched, and a re-execution must replay the
+// logged failed attempts without sleeping through them again, or it would be fenced before it
+// ever reached a new attempt and the wait would never end.
+func TestLockWaitLongerThanLifetime(t *testing.T) {
+	const lifetime = 300 * time.Millisecond
+	h := local.NewHost()
+	defer h.Close()
+	youngHolds, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	rt, err := h.Add(ssf.Config{Name: "wd", Store: newTable(), Lifetime: lifetime, GCBound: 2 * lifetime,
+		RelaunchDelay: 50 * time.Millisecond, Logger: quietLogger(),
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			if string(in) == `"old"` {
+				<-youngHolds // created first (older), locks second
+			}
+			if err := env.BeginTx(); err != nil {
+				return nil, err
+			}
+			err := env.Write("t", "k", in)
+			if string(in) == `"young"` && err == nil {
+				once.Do(func() { close(youngHolds) })
+				<-release // hold the lock past the older one's lifetime
+			}
+			committed, endErr := env.EndTx()
+			if endErr != nil {
+				return nil, endErr
+			}
+			return committed, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	h.Logger = quietLogger()
+	go h.RunCollectors(ctx, 20*time.Millisecond, 0, nil)
+	go func() { _, _ = h.Invoke(ctx, "wd", "old", "old") }()
+	time.Sleep(5 * time.Millisecond)
+	go func() { _, _ = h.Invoke(ctx, "wd", "young", "young") }()
+	time.Sleep(2 * lifetime)
+	close(release)
+	for _, id := range []string{"young", "old"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err := rt.Intent(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Done {
+				break
+			}
+			if time.Now().After(deadline) {
+				locks, _ := rt.Locks(context.Background())
+				t.Fatalf("%s not done 10 s after the lock was released (locks %v, stats %+v)", id, locks, rt.Stats())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
