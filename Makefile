@@ -5,9 +5,10 @@ export GOTOOLCHAIN ?= local
 
 .PHONY: demo test vet bench fuzz build
 
-## demo: run the bank transfers demo on the embedded SQLite store, with crashes injected
+## demo: run the bank transfers demo, then the travel reservation demo, on the embedded SQLite
+## store, with crashes injected
 demo:
-	$(GO) run ./cmd/ssfkit demo
+	$(GO) run ./cmd/ssfkit demo && $(GO) run ./cmd/ssfkit demo travel
 
 ## test: the whole default test run (unit, conformance, crash injection, linearizability, fuzz
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug

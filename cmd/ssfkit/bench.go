@@ -21,6 +21,10 @@ Benchmarks (see BENCHMARKS.md):
         with a short and with a pre-grown linked DAAL (Beldi §7.3)
   daal  linked DAAL length and write latency over time, with and without garbage
         collection, every instance writing one key (Beldi §7.5, Fig. 16)
+  travel
+        the travel reservation app: throughput, median and p99 latency of reservations
+        with transactions, with exactly-once alone, and with neither, and the
+        double-bookings each produced (Beldi §7.4, Fig. 15)
 
 Run 'ssfkit bench BENCHMARK -h' for its flags.
 `
@@ -33,19 +37,21 @@ func runBench(ctx context.Context, args []string) error {
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return &cliUsageError{err: errors.New("bench needs a benchmark: ops or daal"), printed: false}
+		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal or travel"), printed: false}
 	}
 	switch args[0] {
 	case "ops":
 		return benchOps(ctx, args[1:], stdout, stderr)
 	case "daal":
 		return benchDAAL(ctx, args[1:], stdout, stderr)
+	case "travel":
+		return benchTravel(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return flag.ErrHelp
 	}
 	fmt.Fprint(stderr, benchUsage)
-	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops or daal)", args[0])}
+	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal or travel)", args[0])}
 }
 
 const storeFlagHelp = "store `URL`, e.g. sqlite:///abs/path.db?table=T or mem:// (default: a fresh SQLite file in a temporary directory, removed afterwards)"
@@ -114,6 +120,40 @@ func benchDAAL(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stderr, "bench daal: wrote daal.csv, %s and %s in %s\n", bench.DAALPlotFile, bench.LatencyPlotFile, *outDir)
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	return rep.WriteMarkdown(stdout)
+}
+
+func benchTravel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench travel", "Runs the travel reservation app's requests with transactions, with exactly-once alone,\n"+
+		"and without ssfkit (neither), taking turns in blocks on one store, and reports throughput,\n"+
+		"latency, and the invariant violations (overbooking, double-booking, unmatched bookings)\n"+
+		"each left. Prints a Markdown report (or JSON with --json); progress goes to stderr.", stderr)
+	cfg := bench.TravelConfig{}
+	fs.StringVar(&cfg.StoreURL, "store", "", storeFlagHelp+"; each variant gets its own tables")
+	fs.IntVar(&cfg.Requests, "requests", bench.DefaultTravelRequests, "measured requests per variant")
+	fs.IntVar(&cfg.Warmup, "warmup", bench.DefaultTravelWarmup, "unmeasured requests per variant first")
+	fs.Float64Var(&cfg.Browse, "browse", 0, "fraction of the requests that are searches, recommendations and logins (0: reservations only)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultTravelConcurrency, "clients, each sending its next request when the last returns")
+	fs.IntVar(&cfg.Block, "block", bench.DefaultTravelBlock, "requests per block; the variants take turns in blocks")
+	fs.Int64Var(&cfg.Capacity, "capacity", bench.DefaultTravelCapacity, "rooms per hotel and seats per flight, at most (each has between half this and this)")
+	fs.Uint64Var(&cfg.Seed, "seed", bench.DefaultTravelSeed, "seed of the data and the requests")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	rep, err := bench.RunTravel(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeFile(*out, rep.WriteMarkdown); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}

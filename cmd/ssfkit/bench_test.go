@@ -108,6 +108,45 @@ func TestBenchDAALOutputs(t *testing.T) {
 	}
 }
 
+// `bench travel`, tiny, on in-memory tables: every variant answers every request; with a
+// transaction nothing is overbooked, double-booked or unmatched.
+func TestBenchTravel(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "travel.md")
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"travel", "--store", "mem://", "--requests", "30", "--warmup", "5",
+		"--block", "10", "--concurrency", "4", "--capacity", "2", "--browse", "0.2", "--out", out, "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep bench.TravelReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(bench.TravelVariants) {
+		t.Fatalf("results: %+v", rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Failed > 0 || r.Reserve.N+r.Browse.N != 30 || r.Browse.N == 0 || r.Throughput <= 0 || r.Booked+r.Refused != 28 {
+			t.Errorf("%s: %+v", r.Variant.Name, r)
+		}
+	}
+	if tx, _ := rep.Result("transactions"); tx.Violations > 0 || tx.Store.RoundTrips() == 0 {
+		t.Errorf("transactions: %+v", tx)
+	}
+	if eo, _ := rep.Result("exactly-once"); eo.Overbooked > 0 || eo.DoubleBooked > 0 {
+		t.Errorf("exactly-once overbooked: %+v", eo)
+	}
+	report, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| transactions |", "| exactly-once |", "| neither |", "Transactions vs exactly-once alone"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
 func TestBenchErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -119,6 +158,8 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"ops", "--ops", "0"}, "--ops must be at least 1"},
 		{[]string{"daal", "--lifetime", "1s", "--gc-bound", "1s"}, "--lifetime < --gc-bound"},
 		{[]string{"daal", "--out-dir", "/nonexistent/dir"}, "not an existing directory"},
+		{[]string{"travel", "--browse", "1"}, "--browse is a fraction"},
+		{[]string{"travel", "--store", "nosuch://x"}, "only on sqlite:// and mem:// stores"},
 		{[]string{"nosuch"}, `unknown benchmark "nosuch"`},
 		{nil, "bench needs a benchmark"},
 	} {

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,15 +17,53 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-const demoSynopsis = `Runs the bank example (SSFs teller, accounts, audit) on the embedded SQLite
-store while killing executions at random points, with the intent and garbage
-collectors running on timers, then checks that every transfer was applied
-exactly once. Exits with status 1 if an invariant fails.`
+// demoApp is what an example application brings to the demo: its workload, and what it prints
+// and checks. The demo runs it on the embedded SQLite store, crashes executions at random points
+// while the collectors run on timers, and checks its invariants.
+type demoApp interface {
+	// flags registers the app's own flags; validate checks them once parsed.
+	flags(fs *flag.FlagSet)
+	validate() error
+	// info describes the app and its workload (flags parsed).
+	info() demoInfo
+	// setup runs before crashes are enabled: opening accounts, loading data.
+	setup(ctx context.Context, h *local.Host) error
+	// plan draws the requests from the seed: their ids in submission order, and inputs by id.
+	plan(seed uint64) (ids []string, inputs map[string]any)
+	snapshot(ctx context.Context, runtimes map[string]*ssf.Runtime) (appState, error)
+	// summary prints what the requests did: the first lines of the "Requests" section.
+	summary(d *demo)
+	// report prints the app's own section after the summary, from the final state.
+	report(d *demo, after appState)
+	// invariants checks the app's invariants on the final state with d.check.
+	invariants(ctx context.Context, d *demo, after appState)
+}
+
+// demoInfo is an app's text in the demo.
+type demoInfo struct {
+	example  example
+	synopsis string // `ssfkit demo APP -h`'s description
+	title    string // the header's first line
+	intro    string // the header's paragraph
+	workload string // the header's workload line(s); ", N in flight" follows
+	section  string // the title of the section that runs the requests
+	requests string // what the requests are, in the plural: "after the transfers"
+	finished string // printed once every request has finished
+}
+
+// appState is a state snapshot of an app: SSF name -> "table/key" -> JSON value (the
+// underlying type of bank.Items and travel.Items).
+type appState = map[string]map[string][]byte
+
+// demoApps are the apps the demo runs, by example name.
+var demoApps = map[string]func() demoApp{
+	bankExample.name:   func() demoApp { return &bankDemo{} },
+	travelExample.name: func() demoApp { return &travelDemo{} },
+}
 
 // demoTiming is the runtime and collector timing. The defaults make the garbage collector's
 // bound T pass within the run, so the demo shows logs being reclaimed; tests shorten them.
@@ -46,46 +83,53 @@ var defaultDemoTiming = demoTiming{
 	drainTimeout:  60 * time.Second,
 }
 
-const (
-	openingBalance = 1000
-	// maxAmount makes transfers large enough against the opening balance that some are refused.
-	maxAmount = 200
-)
-
+// demoOptions are the flags every demo has.
 type demoOptions struct {
-	transfers, concurrency, accounts int
-	crashRate                        float64
-	seed                             uint64
-	storeDir                         string
-	timing                           demoTiming
+	concurrency int
+	crashRate   float64
+	seed        uint64
+	storeDir    string
+	timing      demoTiming
 }
 
+// runDemo is `ssfkit demo [APP] [flags]`.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	name := defaultExample
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	newApp, ok := demoApps[name]
+	if !ok {
+		return &cliUsageError{err: fmt.Errorf("demo: unknown application %q (want %s)", name, exampleNames())}
+	}
+	app := newApp()
 	o := demoOptions{timing: defaultDemoTiming}
-	fs := newFlagSet("demo", demoSynopsis, stderr)
-	fs.IntVar(&o.transfers, "transfers", 200, "number of transfers to submit")
-	fs.IntVar(&o.concurrency, "concurrency", 8, "number of transfers in flight at once")
+	cmd := "demo"
+	if name != defaultExample {
+		cmd += " " + name
+	}
+	fs := newFlagSet(cmd, app.info().synopsis, stderr)
+	fs.IntVar(&o.concurrency, "concurrency", 8, "number of requests in flight at once")
 	fs.Float64Var(&o.crashRate, "crash-rate", 0.02, "probability of a crash at each injection point, 0 to 1")
-	fs.Uint64Var(&o.seed, "seed", 20201104, "seed of the transfers and crash points, to reproduce a run")
-	fs.IntVar(&o.accounts, "accounts", 5, "number of accounts, 2 to 1000")
+	fs.Uint64Var(&o.seed, "seed", 20201104, "seed of the requests and crash points, to reproduce a run")
 	fs.StringVar(&o.storeDir, "store-dir", "", "keep the SQLite database in `DIR` (default: a temporary directory, removed at exit)")
+	app.flags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := o.validate(); err != nil {
 		return &cliUsageError{err: err}
 	}
-	return (&demo{opt: o, out: stdout}).run(ctx)
+	if err := app.validate(); err != nil {
+		return &cliUsageError{err: err}
+	}
+	return (&demo{opt: o, app: app, cmd: "ssfkit " + cmd, out: stdout}).run(ctx)
 }
 
 func (o demoOptions) validate() error {
 	switch {
-	case o.transfers < 1 || o.transfers > 100_000:
-		return fmt.Errorf("demo: --transfers %d: want 1 to 100000", o.transfers)
 	case o.concurrency < 1 || o.concurrency > 1000:
 		return fmt.Errorf("demo: --concurrency %d: want 1 to 1000", o.concurrency)
-	case o.accounts < 2 || o.accounts > 1000:
-		return fmt.Errorf("demo: --accounts %d: want 2 to 1000 (a transfer needs two accounts)", o.accounts)
 	case !(o.crashRate >= 0 && o.crashRate <= 1):
 		return fmt.Errorf("demo: --crash-rate %v: want a probability from 0 to 1", o.crashRate)
 	}
@@ -95,22 +139,25 @@ func (o demoOptions) validate() error {
 // demo is one run of the demo.
 type demo struct {
 	opt   demoOptions
+	app   demoApp
+	info  demoInfo
+	cmd   string // the command line that reruns it, without flags
 	out   io.Writer
 	start time.Time
 
-	app    *bankApp
-	teller *ssf.Runtime
+	hosted *hostedApp
+	entry  *ssf.Runtime // the SSF the requests go to
 	inj    *crashInjector
 
-	accounts  []string
-	ids       []string // transfer request ids, in submission order
-	transfers map[string]bank.Transfer
+	ids    []string // request ids, in submission order
+	inputs map[string]any
 
 	mu        sync.Mutex
-	results   map[string]ssf.Result // finished transfers
+	results   map[string]ssf.Result // finished requests
 	accepted  map[string]bool       // accepted, then abandoned: left to the intent collector
 	retries   atomic.Int64          // submissions repeated because the request was not accepted
-	handedOff atomic.Int64          // accepted transfers whose call failed: the IC finished them
+	handedOff atomic.Int64          // accepted requests whose call failed: the IC finished them
+	failed    bool                  // an invariant failed
 
 	colMu sync.Mutex
 	gc    ssf.GCReport // the fields the summary shows, summed over every round and SSF
@@ -123,6 +170,7 @@ func (d *demo) elapsed() string { return fmt.Sprintf("%5.1fs", time.Since(d.star
 
 func (d *demo) run(ctx context.Context) error {
 	d.start = time.Now()
+	d.info = d.app.info()
 	dbPath, cleanup, err := d.storePath()
 	if err != nil {
 		return err
@@ -134,34 +182,35 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	t := d.opt.timing
 	d.inj = newCrashInjector(d.opt.seed, d.opt.crashRate)
-	d.app, err = openBankApp(ctx, tableURL, ssf.Config{
+	d.hosted, err = openApp(ctx, d.info.example.handlers(), tableURL, ssf.Config{
 		Lifetime: t.lifetime, GCBound: t.gcBound, RelaunchDelay: t.relaunchDelay, Faults: d.inj,
 	})
 	if err != nil {
 		return err
 	}
-	defer d.app.Close()
-	d.teller = d.app.runtimes[bank.Teller]
-	d.plan()
+	defer d.hosted.Close()
+	d.entry = d.hosted.runtimes[d.info.example.entry]
+	d.ids, d.inputs = d.app.plan(d.opt.seed)
+	d.results, d.accepted = map[string]ssf.Result{}, map[string]bool{}
 	d.header(dbPath)
 
-	if err := d.openAccounts(ctx); err != nil {
-		return err
+	if err := d.app.setup(ctx, d.hosted.host); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	colCtx, stopCollectors := context.WithCancel(ctx)
 	var collectors sync.WaitGroup
-	collectors.Go(func() { d.app.host.RunCollectors(colCtx, t.icEvery, t.gcEvery, d.onRound) })
+	collectors.Go(func() { d.hosted.host.RunCollectors(colCtx, t.icEvery, t.gcEvery, d.onRound) })
 	stop := func() { stopCollectors(); collectors.Wait() }
 	defer stop()
 
-	d.printf("\nTransfers\n")
+	d.printf("\n%s\n", d.info.section)
 	d.inj.setEnabled(true)
-	if err := d.runTransfers(ctx); err != nil {
+	if err := d.runRequests(ctx); err != nil {
 		return err
 	}
 	drained := time.Now()
 	d.inj.setEnabled(false)
-	before, err := bank.Snapshot(ctx, d.app.runtimes)
+	before, err := d.app.snapshot(ctx, d.hosted.runtimes)
 	if err != nil {
 		return err
 	}
@@ -176,7 +225,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	stop()
-	after, err := bank.Snapshot(ctx, d.app.runtimes)
+	after, err := d.app.snapshot(ctx, d.hosted.runtimes)
 	if err != nil {
 		return err
 	}
@@ -186,8 +235,11 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.summary(shapesBefore, shapesAfter, reclaimed)
-	d.balances(after)
-	if !d.invariants(before, after) {
+	d.app.report(d, after)
+	d.printf("\nInvariants\n")
+	d.app.invariants(ctx, d, after)
+	d.runtimeInvariants(before, after)
+	if d.failed {
 		return errors.New("demo: invariants violated (see FAIL above)")
 	}
 	d.printf("\nAll invariants hold (%.1fs).\n", time.Since(d.start).Seconds())
@@ -219,69 +271,26 @@ func (d *demo) storePath() (string, func(), error) {
 	return db, func() {}, nil
 }
 
-var accountNames = []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy"}
-
-// plan draws the accounts and transfers from the seed.
-func (d *demo) plan() {
-	for i := range d.opt.accounts {
-		name := fmt.Sprintf("acct%03d", i)
-		if i < len(accountNames) {
-			name = accountNames[i]
-		}
-		d.accounts = append(d.accounts, name)
-	}
-	rng := rand.New(rand.NewPCG(d.opt.seed, 0))
-	d.transfers = map[string]bank.Transfer{}
-	d.results = map[string]ssf.Result{}
-	d.accepted = map[string]bool{}
-	width := len(fmt.Sprint(d.opt.transfers))
-	for i := range d.opt.transfers {
-		from := rng.IntN(len(d.accounts))
-		to := (from + 1 + rng.IntN(len(d.accounts)-1)) % len(d.accounts)
-		id := fmt.Sprintf("transfer-%0*d", max(width, 4), i+1)
-		d.ids = append(d.ids, id)
-		d.transfers[id] = bank.Transfer{From: d.accounts[from], To: d.accounts[to], Amount: 1 + rng.Int64N(maxAmount)}
-	}
-}
-
 func (d *demo) header(dbPath string) {
 	t := d.opt.timing
 	where := "deleted at exit; keep it with --store-dir DIR"
 	if d.opt.storeDir != "" {
 		where = "kept"
 	}
-	d.printf(`ssfkit demo: exactly-once bank transfers, with crashes injected
+	d.printf(`%s
 
-Three stateful serverless functions: teller takes a transfer, calls accounts to
-withdraw and then to deposit, and tells audit asynchronously, which records it
-in its ledger. Executions are killed at random steps, and a crash can hit right
-after an effect, losing only the reply. The intent collector re-runs what was
-cut short; the runtime's logs make every step take effect exactly once.
+%s
 
   store       %s
               (%s)
-  workload    %d transfers among %d accounts of %d each, %d in flight
+  workload    %s, %d in flight
   crashes     %.3g%% at each injection point, at most %d per instance
-  seed        %d (rerun: ssfkit demo --seed %d)
+  seed        %d (rerun: %s --seed %d)
   collectors  intents every %v (relaunch after %v),
               garbage every %v (T = %v)
-`, sqliteURL(dbPath), where, d.opt.transfers, len(d.accounts), openingBalance, d.opt.concurrency,
-		d.opt.crashRate*100, maxCrashesPerInstance, d.opt.seed, d.opt.seed,
+`, d.info.title, d.info.intro, sqliteURL(dbPath), where, d.info.workload, d.opt.concurrency,
+		d.opt.crashRate*100, maxCrashesPerInstance, d.opt.seed, d.cmd, d.opt.seed,
 		t.icEvery, t.relaunchDelay, t.gcEvery, t.gcBound)
-}
-
-// openAccounts opens every account, before crashes are enabled.
-func (d *demo) openAccounts(ctx context.Context) error {
-	for _, a := range d.accounts {
-		res, err := d.app.host.Invoke(ctx, bank.Accounts, "open-"+a, bank.AccountOp{Op: "open", Account: a, Amount: openingBalance})
-		if err == nil {
-			err = res.Err()
-		}
-		if err != nil {
-			return fmt.Errorf("demo: opening account %s: %w", a, err)
-		}
-	}
-	return nil
 }
 
 func (d *demo) onRound(r local.CollectorReport) {
@@ -304,7 +313,7 @@ func (d *demo) gcSoFar() ssf.GCReport {
 // stats sums the runtimes' counters.
 func (d *demo) stats() ssf.Stats {
 	var s ssf.Stats
-	for _, rt := range d.app.runtimes {
+	for _, rt := range d.hosted.runtimes {
 		r := rt.Stats()
 		s.Executions += r.Executions
 		s.Reexecutions += r.Reexecutions
@@ -317,9 +326,9 @@ func (d *demo) stats() ssf.Stats {
 	return s
 }
 
-// runTransfers submits every transfer from opt.concurrency clients and waits until each has
-// finished, audit included, printing progress every second.
-func (d *demo) runTransfers(ctx context.Context) error {
+// runRequests submits every request from opt.concurrency clients and waits until each has
+// finished, with every instance it started, printing progress every second.
+func (d *demo) runRequests(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	jobs := make(chan string)
 	var clients sync.WaitGroup
@@ -371,7 +380,7 @@ func (d *demo) runTransfers(ctx context.Context) error {
 		select {
 		case <-submitted:
 			if all && pending.total == 0 {
-				d.printf("%s  %s\n  every transfer and its audit record finished\n", d.elapsed(), done)
+				d.printf("%s  %s\n  %s\n", d.elapsed(), done, d.info.finished)
 				return nil
 			}
 		default:
@@ -386,13 +395,13 @@ func (d *demo) runTransfers(ctx context.Context) error {
 	}
 }
 
-// submit delivers a transfer the way a platform does: retried until the teller accepts it,
+// submit delivers a request the way a platform does: retried until the entry SSF accepts it,
 // that is, until its intent is registered. If the execution fails after that, the intent
 // collector finishes it; the client only polls for the result.
 func (d *demo) submit(ctx context.Context, id string) error {
 	const maxAttempts = maxCrashesPerInstance + 2 // the injector crashes an instance at most that often
 	for attempt := 1; ; attempt++ {
-		res, err := d.app.host.Invoke(ctx, bank.Teller, id, d.transfers[id])
+		res, err := d.hosted.host.Invoke(ctx, d.entry.Name(), id, d.inputs[id])
 		if err == nil {
 			d.finished(id, res)
 			return nil
@@ -403,7 +412,7 @@ func (d *demo) submit(ctx context.Context, id string) error {
 		if ee := (*ssf.ExecutionError)(nil); !errors.As(err, &ee) {
 			return fmt.Errorf("demo: %s: %w", id, err) // a malformed request: retrying cannot help
 		}
-		st, err := d.teller.Intent(ctx, id)
+		st, err := d.entry.Intent(ctx, id)
 		if err != nil {
 			return fmt.Errorf("demo: status of %s: %w", id, err)
 		}
@@ -432,13 +441,20 @@ func (d *demo) finished(id string, res ssf.Result) {
 	delete(d.accepted, id)
 }
 
-// pollAbandoned collects the results of accepted transfers the intent collector finished.
+// finishedResults returns a copy of the results so far.
+func (d *demo) finishedResults() map[string]ssf.Result {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.results)
+}
+
+// pollAbandoned collects the results of accepted requests the intent collector finished.
 func (d *demo) pollAbandoned(ctx context.Context) error {
 	d.mu.Lock()
 	ids := slices.Collect(maps.Keys(d.accepted))
 	d.mu.Unlock()
 	for _, id := range ids {
-		st, err := d.teller.Intent(ctx, id)
+		st, err := d.entry.Intent(ctx, id)
 		if err != nil {
 			return fmt.Errorf("demo: status of %s: %w", id, err)
 		}
@@ -449,14 +465,14 @@ func (d *demo) pollAbandoned(ctx context.Context) error {
 	return nil
 }
 
-// progress returns a progress line, and whether every transfer has finished.
+// progress returns a progress line, and whether every request has finished.
 func (d *demo) progress() (string, bool) {
 	d.mu.Lock()
 	n := len(d.results)
 	d.mu.Unlock()
-	w := len(fmt.Sprint(d.opt.transfers))
+	w := len(fmt.Sprint(len(d.ids)))
 	return fmt.Sprintf("%*d/%d done  %6d crashes injected  %6d relaunched by the IC",
-		w, n, d.opt.transfers, d.inj.snapshot().Total, d.stats().Relaunched), n == d.opt.transfers
+		w, n, len(d.ids), d.inj.snapshot().Total, d.stats().Relaunched), n == len(d.ids)
 }
 
 type pendingCounts struct {
@@ -466,7 +482,7 @@ type pendingCounts struct {
 
 func (d *demo) pending(ctx context.Context) (pendingCounts, error) {
 	p := pendingCounts{bySSF: map[string]int{}}
-	for name, rt := range d.app.runtimes {
+	for name, rt := range d.hosted.runtimes {
 		n, err := rt.Pending(ctx)
 		if err != nil {
 			return p, fmt.Errorf("demo: unfinished instances of %s: %w", name, err)
@@ -477,7 +493,7 @@ func (d *demo) pending(ctx context.Context) (pendingCounts, error) {
 	return p, nil
 }
 
-// stuck reports the transfers that did not finish in time.
+// stuck reports the requests that did not finish in time.
 func (d *demo) stuck(p pendingCounts) error {
 	d.mu.Lock()
 	var ids []string
@@ -495,7 +511,7 @@ func (d *demo) stuck(p pendingCounts) error {
 	for _, name := range slices.Sorted(maps.Keys(p.bySSF)) {
 		per = append(per, fmt.Sprintf("%s %d", name, p.bySSF[name]))
 	}
-	return fmt.Errorf("demo: not finished after %v: transfers %s%s; unfinished instances: %s",
+	return fmt.Errorf("demo: not finished after %v: requests %s%s; unfinished instances: %s",
 		d.opt.timing.drainTimeout, strings.Join(ids, ", "), more, strings.Join(per, ", "))
 }
 
@@ -544,11 +560,11 @@ func (d *demo) awaitGC(ctx context.Context, drained time.Time) (bool, error) {
 	}
 }
 
-// reclaimed reports whether no transfer's intent remains and every linked DAAL is down to its
+// reclaimed reports whether no request's intent remains and every linked DAAL is down to its
 // head and tail.
 func (d *demo) reclaimed(ctx context.Context) (bool, error) {
 	for _, id := range d.ids {
-		st, err := d.teller.Intent(ctx, id)
+		st, err := d.entry.Intent(ctx, id)
 		if err != nil || st.Exists {
 			return false, err
 		}
@@ -568,7 +584,7 @@ func (d *demo) reclaimed(ctx context.Context) (bool, error) {
 // daalShapes returns the linked DAAL shape of every item, keyed "SSF table/key".
 func (d *demo) daalShapes(ctx context.Context) (map[string]ssf.DAALShape, error) {
 	out := map[string]ssf.DAALShape{}
-	for name, rt := range d.app.runtimes {
+	for name, rt := range d.hosted.runtimes {
 		items, err := rt.Items(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("demo: items of %s: %w", name, err)
@@ -585,42 +601,9 @@ func (d *demo) daalShapes(ctx context.Context) (map[string]ssf.DAALShape, error)
 	return out, nil
 }
 
-// receipts decodes the transfers' results; failures are transfers that did not end in a
-// receipt, which the demo's well-formed transfers never should.
-func (d *demo) receipts() (map[string]bank.Receipt, []error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := map[string]bank.Receipt{}
-	var failures []error
-	for _, id := range d.ids {
-		res, ok := d.results[id]
-		var r bank.Receipt
-		switch {
-		case !ok:
-			failures = append(failures, fmt.Errorf("transfer %s: no result", id))
-		case res.Error != "":
-			failures = append(failures, fmt.Errorf("transfer %s failed: %s", id, res.Error))
-		default:
-			if err := json.Unmarshal(res.Output, &r); err != nil {
-				failures = append(failures, fmt.Errorf("transfer %s: unreadable receipt %s: %v", id, res.Output, err))
-				continue
-			}
-			out[id] = r
-		}
-	}
-	return out, failures
-}
-
 func (d *demo) summary(before, after map[string]ssf.DAALShape, reclaimed bool) {
-	receipts, _ := d.receipts()
-	applied := 0
-	for _, r := range receipts {
-		if r.Applied {
-			applied++
-		}
-	}
-	d.printf("\nRequests\n  %d transfers: %d applied, %d refused for insufficient funds\n",
-		d.opt.transfers, applied, len(receipts)-applied)
+	d.printf("\nRequests\n")
+	d.app.summary(d)
 	st := d.stats()
 	d.printf("  %d resubmitted by the client: they crashed before being accepted\n", d.retries.Load())
 	d.printf("  %d finished by the intent collector after the client's call failed\n", d.handedOff.Load())
@@ -632,8 +615,8 @@ func (d *demo) summary(before, after map[string]ssf.DAALShape, reclaimed bool) {
 	d.printf("  by operation  %s\n", counts(c.ByOp))
 
 	d.printf("\nExecutions\n  %-9s %10s %8s %10s %11s %10s %9s\n", "SSF", "executions", "re-runs", "abandoned", "relaunched", "callbacks", "spurious")
-	for _, name := range slices.Sorted(maps.Keys(d.app.runtimes)) {
-		s := d.app.runtimes[name].Stats()
+	for _, name := range slices.Sorted(maps.Keys(d.hosted.runtimes)) {
+		s := d.hosted.runtimes[name].Stats()
 		d.printf("  %-9s %10d %8d %10d %11d %10d %9d\n", name, s.Executions, s.Reexecutions, s.Abandoned, s.Relaunched, s.Callbacks, s.SpuriousCallbacks)
 	}
 	d.printf("  %-9s %10d %8d %10d %11d %10d %9d\n", "total", st.Executions, st.Reexecutions, st.Abandoned, st.Relaunched, st.Callbacks, st.SpuriousCallbacks)
@@ -648,7 +631,7 @@ func (d *demo) summary(before, after map[string]ssf.DAALShape, reclaimed bool) {
 	d.printf("  %-20s %7d    %-20s %7d\n", "DAAL rows unlinked", g.Disconnected, "DAAL rows deleted", g.RowsDeleted)
 	rb, _, longest := daalTotals(before)
 	ra, sa, _ := daalTotals(after)
-	d.printf("  linked DAALs of %d items: %d rows reachable after the transfers, %d now\n", len(after), rb, ra)
+	d.printf("  linked DAALs of %d items: %d rows reachable after the %s, %d now\n", len(after), rb, d.info.requests, ra)
 	if longest != "" {
 		ssfName, item, _ := strings.Cut(longest, " ")
 		d.printf("  longest: item %s of SSF %s, %d rows, now %d\n", item, ssfName, before[longest].Reachable, after[longest].Reachable)
@@ -674,7 +657,6 @@ func daalTotals(shapes map[string]ssf.DAALShape) (reachable, stored int, longest
 	return reachable, stored, longest
 }
 
-// counts formats a count per name, largest first.
 // counts lists m's entries, largest first, wrapped to fit 80 columns after a 16-column label.
 func counts(m map[string]int) string {
 	if len(m) == 0 {
@@ -682,107 +664,57 @@ func counts(m map[string]int) string {
 	}
 	keys := slices.Sorted(maps.Keys(m))
 	slices.SortStableFunc(keys, func(a, b string) int { return m[b] - m[a] })
-	var b strings.Builder
-	width := 16
+	parts := make([]string, len(keys))
 	for i, k := range keys {
-		part := fmt.Sprintf("%s %d", k, m[k])
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return wrapJoin(parts, 16, 78)
+}
+
+// wrapJoin joins parts with ", ", starting a new line, indented by indent spaces, before a part
+// that would end past column limit; the first line is taken to start at column indent too.
+func wrapJoin(parts []string, indent, limit int) string {
+	var b strings.Builder
+	width := indent
+	for i, p := range parts {
 		if i > 0 {
-			if width+2+len(part) > 78 {
-				b.WriteString(",\n" + strings.Repeat(" ", 16))
-				width = 16
+			if width+2+len(p) > limit {
+				b.WriteString(",\n" + strings.Repeat(" ", indent))
+				width = indent
 			} else {
 				b.WriteString(", ")
 				width += 2
 			}
 		}
-		b.WriteString(part)
-		width += len(part)
+		b.WriteString(p)
+		width += len(p)
 	}
 	return b.String()
 }
 
-func (d *demo) balances(it bank.Items) {
-	d.printf("\nBalances\n  %-10s %8s %8s %8s\n", "account", "opening", "final", "change")
-	var total int64
-	for _, a := range d.accounts {
-		b, ok := balance(it, a)
-		if !ok {
-			d.printf("  %-10s %8d %8s\n", a, openingBalance, "?")
-			continue
-		}
-		total += b
-		d.printf("  %-10s %8d %8d %+8d\n", a, openingBalance, b, b-openingBalance)
+// check prints an invariant's outcome: PASS with what shows it, or FAIL with the problems.
+func (d *demo) check(name string, problems []error, pass string) {
+	if len(problems) == 0 {
+		d.printf("  PASS  %s: %s\n", name, pass)
+		return
 	}
-	opened := int64(openingBalance * len(d.accounts))
-	d.printf("  %-10s %8d %8d %+8d\n", "total", opened, total, total-opened)
+	d.failed = true
+	d.printf("  FAIL  %s:\n", name)
+	for i, p := range problems {
+		if i == 10 {
+			d.printf("          ... and %d more\n", len(problems)-i)
+			break
+		}
+		d.printf("          - %v\n", p)
+	}
 }
 
-func balance(it bank.Items, account string) (int64, bool) {
-	var b int64
-	err := json.Unmarshal(it[bank.Accounts]["balances/"+account], &b)
-	return b, err == nil
-}
-
-// invariants checks and prints the invariants, and reports whether all hold.
-func (d *demo) invariants(before, after bank.Items) bool {
-	d.printf("\nInvariants\n")
-	ok := true
-	check := func(name string, problems []error, pass string) {
-		if len(problems) == 0 {
-			d.printf("  PASS  %s: %s\n", name, pass)
-			return
-		}
-		ok = false
-		d.printf("  FAIL  %s:\n", name)
-		for i, p := range problems {
-			if i == 10 {
-				d.printf("          ... and %d more\n", len(problems)-i)
-				break
-			}
-			d.printf("          - %v\n", p)
-		}
-	}
-
-	opened := int64(openingBalance * len(d.accounts))
-	var sum int64
-	var money []error
-	for _, a := range d.accounts {
-		b, found := balance(after, a)
-		if !found {
-			money = append(money, fmt.Errorf("account %s has no readable balance", a))
-		}
-		sum += b
-	}
-	if sum != opened {
-		money = append(money, fmt.Errorf("balances sum to %d, but %d was opened", sum, opened))
-	}
-	check("money conserved", money, fmt.Sprintf("balances sum to %d, as opened", sum))
-
-	receipts, failures := d.receipts()
-	opening := map[string]int64{}
-	for _, a := range d.accounts {
-		opening[a] = openingBalance
-	}
-	exact := failures
-	if err := bank.Check(opening, receipts, d.transfers, after); err != nil {
-		exact = append(exact, unjoin(err)...)
-	}
-	check("every transfer applied exactly once", exact, "balances = opening + receipts")
-
-	var ledger []error
-	for _, id := range d.ids {
-		if _, found := after[bank.Audit]["ledger/"+id]; !found {
-			ledger = append(ledger, fmt.Errorf("no ledger entry for %s", id))
-		}
-	}
-	if got, want := string(after[bank.Audit]["ledger/count"]), fmt.Sprint(len(d.ids)); got != want {
-		ledger = append(ledger, fmt.Errorf("the ledger counted %s transfers, want %s", got, want))
-	}
-	check("audit ledger complete", ledger, fmt.Sprintf("%d entries, one per transfer", len(d.ids)))
-
+// runtimeInvariants checks what holds for every app: garbage collection changed no item, and
+// no runtime detected corrupt state.
+func (d *demo) runtimeInvariants(before, after appState) {
 	var changed []error
 	if !reflect.DeepEqual(before, after) {
-		b, a := before.Comparable(), after.Comparable()
+		b, a := flatten(before), flatten(after)
 		union := maps.Clone(b)
 		maps.Copy(union, a)
 		for _, k := range slices.Sorted(maps.Keys(union)) {
@@ -790,20 +722,27 @@ func (d *demo) invariants(before, after bank.Items) bool {
 				changed = append(changed, fmt.Errorf("%s was %q, is %q", k, b[k], a[k]))
 			}
 		}
-		if len(changed) == 0 {
-			changed = append(changed, errors.New("time stamps changed"))
-		}
 	}
-	check("garbage collection changed no state", changed, "same items, same values")
+	d.check("garbage collection changed no state", changed, "same items, same values")
 
 	var corrupt []error
-	for _, name := range slices.Sorted(maps.Keys(d.app.runtimes)) {
-		if n := d.app.runtimes[name].Stats().Corruptions; n > 0 {
+	for _, name := range slices.Sorted(maps.Keys(d.hosted.runtimes)) {
+		if n := d.hosted.runtimes[name].Stats().Corruptions; n > 0 {
 			corrupt = append(corrupt, fmt.Errorf("%s detected %d corruptions (see its log)", name, n))
 		}
 	}
-	check("runtime state consistent", corrupt, "no corruption detected")
-	return ok
+	d.check("runtime state consistent", corrupt, "no corruption detected")
+}
+
+// flatten maps "SSF:table/key" to each item's value.
+func flatten(s appState) map[string]string {
+	out := map[string]string{}
+	for name, items := range s {
+		for k, v := range items {
+			out[name+":"+k] = string(v)
+		}
+	}
+	return out
 }
 
 // unjoin splits an errors.Join error into its parts.

@@ -20,11 +20,12 @@ var fastTiming = demoTiming{
 	drainTimeout:  30 * time.Second,
 }
 
-func TestDemoEndToEnd(t *testing.T) {
+// runDemoTest runs a small demo of app with crashes, and checks that its output reports every
+// invariant as passing and fits 80 columns.
+func runDemoTest(t *testing.T, app demoApp, invariants ...string) *demo {
 	var out bytes.Buffer
-	d := &demo{out: &out, opt: demoOptions{
-		transfers: 30, concurrency: 4, accounts: 3, crashRate: 0.05, seed: 7,
-		storeDir: t.TempDir(), timing: fastTiming,
+	d := &demo{out: &out, app: app, cmd: "ssfkit demo", opt: demoOptions{
+		concurrency: 4, crashRate: 0.05, seed: 7, storeDir: t.TempDir(), timing: fastTiming,
 	}}
 	if err := d.run(context.Background()); err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
@@ -32,14 +33,11 @@ func TestDemoEndToEnd(t *testing.T) {
 	if d.inj.snapshot().Total == 0 {
 		t.Fatalf("no crashes were injected at rate 0.05:\n%s", out.String())
 	}
-	for _, want := range []string{
-		"PASS  money conserved",
-		"PASS  every transfer applied exactly once",
-		"PASS  audit ledger complete",
+	for _, want := range append(invariants,
 		"PASS  garbage collection changed no state",
 		"PASS  runtime state consistent",
 		"All invariants hold",
-	} {
+	) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -52,6 +50,29 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("line %d is %d columns wide: %q", i+1, len(line), line)
 		}
 	}
+	return d
+}
+
+func TestDemoEndToEnd(t *testing.T) {
+	runDemoTest(t, &bankDemo{transfers: 30, numAccounts: 3},
+		"PASS  money conserved",
+		"PASS  every transfer applied exactly once",
+		"PASS  audit ledger complete",
+	)
+}
+
+func TestTravelDemoEndToEnd(t *testing.T) {
+	app := &travelDemo{reservations: 40, browse: 10, capacity: 2}
+	d := runDemoTest(t, app,
+		"PASS  capacity never exceeded",
+		"PASS  hotel booked iff flight booked",
+		"PASS  outcomes agree with the bookings",
+		"PASS  no lock left held",
+	)
+	confirmations, answered, failures := app.outcomes(d)
+	if len(confirmations) != 40 || answered != 10 || len(failures) > 0 {
+		t.Fatalf("%d confirmations, %d answered, failures %v", len(confirmations), answered, failures)
+	}
 }
 
 func TestDemoRefusesUsedStore(t *testing.T) {
@@ -60,7 +81,7 @@ func TestDemoRefusesUsedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err := (&demo{out: &out, opt: demoOptions{transfers: 1, concurrency: 1, accounts: 2, storeDir: dir, timing: fastTiming}}).run(context.Background())
+	err := (&demo{out: &out, app: &bankDemo{transfers: 1, numAccounts: 2}, opt: demoOptions{concurrency: 1, storeDir: dir, timing: fastTiming}}).run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "exists from an earlier run") {
 		t.Fatalf("got %v, want a refusal to reuse %s", err, dir)
 	}

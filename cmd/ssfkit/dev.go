@@ -19,9 +19,10 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-const devSynopsis = `Hosts the bank example's SSFs (teller, accounts, audit) on the embedded store
-and serves them over HTTP, with the intent and garbage collectors on timers.
-Stop it with Ctrl-C.`
+const devSynopsis = `Hosts an example's SSFs on the embedded store and serves them over HTTP, with
+the intent and garbage collectors on timers: the bank (teller, accounts, audit)
+or the travel reservation app (frontend, order, hotel, flight and six more, its
+hotels, flights and users loaded at start). Stop it with Ctrl-C.`
 
 // Runtime timing in dev: short enough that an abandoned request finishes within seconds and
 // logs are reclaimed within minutes, long enough for any request to the example.
@@ -33,6 +34,7 @@ const (
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev", devSynopsis, stderr)
+	appName := fs.String("app", defaultExample, "the example to host: "+exampleNames())
 	storeFlag := fs.String("store", "", "store `URL`: sqlite:///abs/path.db, or mem:// for a throwaway run; each SSF gets its own table (default: sqlite database .ssfkit/dev.db in the current directory)")
 	addr := fs.String("addr", "127.0.0.1:8080", "HTTP listen `address`")
 	public := fs.Bool("public", false, "allow a non-loopback --addr; the API has no authentication")
@@ -47,6 +49,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *icEvery < 0 || *gcEvery < 0 {
 		return &cliUsageError{err: errors.New("dev: --ic-every and --gc-every must not be negative")}
 	}
+	ex, ok := examples[*appName]
+	if !ok {
+		return &cliUsageError{err: fmt.Errorf("dev: --app %q: want %s", *appName, exampleNames())}
+	}
 	base, err := devStoreURL(*storeFlag)
 	if err != nil {
 		return err
@@ -56,11 +62,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
 	}
 
-	app, err := openBankApp(ctx, tableURL, ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay})
+	app, err := openApp(ctx, ex.handlers(), tableURL, ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay})
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	defer app.Close()
+	if ex.load != nil {
+		if err := ex.load(ctx, app.host); err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
@@ -77,7 +88,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printDevBanner(stdout, base, "http://"+ln.Addr().String(), slices.Sorted(maps.Keys(app.runtimes)), *icEvery, *gcEvery)
+	printDevBanner(stdout, ex, base, "http://"+ln.Addr().String(), slices.Sorted(maps.Keys(app.runtimes)), *icEvery, *gcEvery)
 
 	select {
 	case err := <-served:
@@ -138,14 +149,15 @@ func devStoreURL(flagValue string) (string, error) {
 	return sqliteURL(abs), nil
 }
 
-func printDevBanner(w io.Writer, store, base string, ssfs []string, icEvery, gcEvery time.Duration) {
+func printDevBanner(w io.Writer, ex example, store, base string, ssfs []string, icEvery, gcEvery time.Duration) {
 	every := func(d time.Duration) string {
 		if d == 0 {
 			return "off"
 		}
 		return "every " + d.String()
 	}
-	fmt.Fprintf(w, `ssfkit dev: the bank example, exactly-once
+	// The SSFs' line ends with " (a table each)": 15 columns.
+	fmt.Fprintf(w, `ssfkit dev: %[8]s, exactly-once
 
   store       %[1]s
   SSFs        %[3]s (a table each)
@@ -158,21 +170,11 @@ func printDevBanner(w io.Writer, store, base string, ssfs []string, icEvery, gcE
               GET  /healthz
 
 Try:
-  curl -s %[2]s/v1/ssf/accounts \
-    -H 'Idempotency-Key: open-alice' \
-    -d '{"op":"open","account":"alice","amount":100}'
-  curl -s %[2]s/v1/ssf/accounts \
-    -H 'Idempotency-Key: open-bob' \
-    -d '{"op":"open","account":"bob","amount":100}'
-  curl -s %[2]s/v1/ssf/teller \
-    -H 'Idempotency-Key: t-1' \
-    -d '{"from":"alice","to":"bob","amount":30}'
-  curl -s %[2]s/v1/ssf/accounts/items
-
+%[9]s
 Repeat a request with the same Idempotency-Key: it is never applied twice.
 Press Ctrl-C to stop.
 
-`, store, base, strings.Join(ssfs, ", "), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds())
+`, store, base, wrapJoin(ssfs, 14, 64), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds(), ex.title, ex.try(base))
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.

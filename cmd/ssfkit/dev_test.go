@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ssfkit/ssfkit/examples/travel"
 )
 
 func TestCheckListenAddr(t *testing.T) {
@@ -76,50 +79,99 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestDevServesAndShutsDown(t *testing.T) {
+// startDev runs `ssfkit dev` with args on a free port until stop, which waits for it to exit.
+func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out syncBuffer
+	out = &syncBuffer{}
 	done := make(chan error, 1)
-	go func() {
-		done <- runDev(ctx, []string{"--addr", "127.0.0.1:0", "--store", "sqlite://" + t.TempDir() + "/dev.db"}, &out, io.Discard)
-	}()
+	go func() { done <- runDev(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), out, io.Discard) }()
+	stop = func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("dev: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("dev did not shut down")
+		}
+	}
 	listening := regexp.MustCompile(`listening\s+(http://127\.0\.0\.1:\d+)`)
-	base := ""
 	for deadline := time.Now().Add(5 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
 			base = m[1]
 		}
 		select {
 		case err := <-done:
+			cancel()
 			t.Fatalf("dev exited early: %v\n%s", err, out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
+			stop()
 			t.Fatalf("dev printed no address:\n%s", out.String())
 		}
 	}
-	req, _ := http.NewRequest("POST", base+"/v1/ssf/accounts", strings.NewReader(`{"op":"open","account":"alice","amount":100}`))
-	req.Header.Set("Idempotency-Key", "open-alice")
+	return base, out, stop
+}
+
+// post invokes an SSF of the dev server and returns the response body, which must be a 200.
+func post(t *testing.T, base, ssfName, key, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/ssf/"+ssfName, strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"output": true`) {
-		t.Fatalf("open account: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST %s %s: %d %s", ssfName, body, resp.StatusCode, b)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("dev did not shut down")
+	return string(b)
+}
+
+func TestDevServesAndShutsDown(t *testing.T) {
+	base, out, stop := startDev(t, "--store", "sqlite://"+t.TempDir()+"/dev.db")
+	if body := post(t, base, "accounts", "open-alice", `{"op":"open","account":"alice","amount":100}`); !strings.Contains(body, `"output": true`) {
+		t.Fatalf("open account: %s", body)
 	}
+	stop()
 	if !strings.Contains(out.String(), "POST /v1/ssf/accounts 200") {
 		t.Errorf("request not logged:\n%s", out.String())
 	}
+}
+
+// dev loads the travel data at start, once: restarted on the same store, it finds the first
+// run's reservation still booked.
+func TestDevTravel(t *testing.T) {
+	store := "sqlite://" + t.TempDir() + "/dev.db"
+	u := travel.Generate(travelDevSeed, travelDevCapacity).Users[7]
+	reserve := fmt.Sprintf(`{"op":"reserve","user":%q,"password":%q,"hotel":"h50","flight":"f50"}`, u.Name, u.Password)
+	for run, key := range []string{"reserve-1", "reserve-2"} {
+		base, out, stop := startDev(t, "--app", "travel", "--store", store)
+		if !strings.Contains(out.String(), "ssfkit dev: the travel reservation example") || !strings.Contains(out.String(), u.Password) {
+			t.Errorf("banner:\n%s", out.String())
+		}
+		if body := post(t, base, "frontend", key, reserve); !strings.Contains(body, `"booked": true`) {
+			t.Fatalf("run %d: %s", run, body)
+		}
+		items := httpGet(t, base+"/v1/ssf/hotel/items")
+		if !strings.Contains(items, `"rooms/h50": {`) || !strings.Contains(items, fmt.Sprintf(`"booked": %d`, run+1)) {
+			t.Errorf("run %d: hotel items:\n%s", run, items)
+		}
+		stop()
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

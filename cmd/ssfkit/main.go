@@ -21,9 +21,9 @@ type command struct {
 }
 
 var commands = []command{
-	{"demo", "run the bank transfers demo on embedded SQLite, with crashes injected", runDemo},
-	{"dev", "serve the example SSFs over HTTP on embedded SQLite, with collectors", runDev},
-	{"bench", "benchmark raw vs exactly-once operations", func(ctx context.Context, args []string, _, _ io.Writer) error {
+	{"demo", "run the bank demo, or 'demo travel', on embedded SQLite with crashes injected", runDemo},
+	{"dev", "serve an example's SSFs over HTTP on embedded SQLite, with collectors", runDev},
+	{"bench", "benchmark exactly-once operations, DAAL length, travel transactions", func(ctx context.Context, args []string, _, _ io.Writer) error {
 		return runBench(ctx, args)
 	}},
 	{"help", "show this help, or a command's flags: ssfkit help COMMAND", nil}, // handled by run

@@ -19,7 +19,11 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"help", "demo"}, status: 0, stderrPart: "-crash-rate"},
 		{args: []string{"frobnicate"}, status: 2, stderrPart: `unknown command "frobnicate"`},
 		{args: []string{"demo", "--no-such-flag"}, status: 2, stderrPart: "flag provided but not defined"},
-		{args: []string{"demo", "extra"}, status: 2, stderrPart: "takes no arguments"},
+		{args: []string{"demo", "extra"}, status: 2, stderrPart: `unknown application "extra"`},
+		{args: []string{"demo", "travel", "extra"}, status: 2, stderrPart: "takes no arguments"},
+		{args: []string{"demo", "travel", "--capacity", "0"}, status: 2, stderrPart: "--capacity 0"},
+		{args: []string{"demo", "travel", "-h"}, status: 0, stderrPart: "-reservations"},
+		{args: []string{"dev", "--app", "shop"}, status: 2, stderrPart: `--app "shop"`},
 		{args: []string{"demo", "--crash-rate", "1.5"}, status: 2, stderrPart: "--crash-rate 1.5"},
 		{args: []string{"dev", "--addr", "0.0.0.0:8080"}, status: 2, stderrPart: "--public"},
 	} {

@@ -6,27 +6,52 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
-	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// bankApp is the bank example hosted in-process, each SSF on its own table.
-type bankApp struct {
+// example is an example application the CLI hosts (`ssfkit dev --app`, `ssfkit demo`).
+type example struct {
+	name  string
+	title string // what the banners call it
+	// handlers are its SSFs; requests from clients go to entry.
+	handlers func() map[string]ssf.Handler
+	entry    string
+	// load sends the requests that load the application's data, if it has any; they must be
+	// idempotent (fixed request ids), since dev runs them at every start.
+	load func(ctx context.Context, h *local.Host) error
+	// try returns example requests to a server at base, for dev's banner.
+	try func(base string) string
+}
+
+// examples are the example applications, by name.
+var examples = map[string]example{bankExample.name: bankExample, travelExample.name: travelExample}
+
+// defaultExample is the one dev and demo run unless told otherwise.
+const defaultExample = "bank"
+
+// exampleNames lists the examples' names, for messages.
+func exampleNames() string {
+	names := slices.Sorted(maps.Keys(examples))
+	return strings.Join(names, " or ")
+}
+
+// hostedApp is an example hosted in-process, each SSF on its own table.
+type hostedApp struct {
 	host     *local.Host
 	runtimes map[string]*ssf.Runtime
 	tables   []*store.Table
 }
 
-// openBankApp registers each of the bank's SSFs on a new host, with the settings in base and
+// openApp registers each of the handlers' SSFs on a new host, with the settings in base and
 // the table at tableURL(name).
-func openBankApp(ctx context.Context, tableURL func(ssfName string) (string, error), base ssf.Config) (*bankApp, error) {
-	app := &bankApp{host: local.NewHost(), runtimes: map[string]*ssf.Runtime{}}
-	handlers := bank.Handlers()
+func openApp(ctx context.Context, handlers map[string]ssf.Handler, tableURL func(ssfName string) (string, error), base ssf.Config) (*hostedApp, error) {
+	app := &hostedApp{host: local.NewHost(), runtimes: map[string]*ssf.Runtime{}}
 	for _, name := range slices.Sorted(maps.Keys(handlers)) {
 		u, err := tableURL(name)
 		if err != nil {
@@ -53,7 +78,7 @@ func openBankApp(ctx context.Context, tableURL func(ssfName string) (string, err
 
 // Close stops the host's spawned executions, then closes the tables. Collectors must have
 // stopped before.
-func (a *bankApp) Close() {
+func (a *hostedApp) Close() {
 	a.host.Close()
 	for _, t := range a.tables {
 		t.Close()
