@@ -76,15 +76,7 @@ func benchOps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := writeFile(*out, rep.WriteMarkdown); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		return printJSON(stdout, rep)
-	}
-	return rep.WriteMarkdown(stdout)
+	return emitReport(stdout, rep, *out, *asJSON)
 }
 
 func benchDAAL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -149,12 +141,21 @@ func benchTravel(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := writeFile(*out, rep.WriteMarkdown); err != nil {
+	return emitReport(stdout, rep, *out, *asJSON)
+}
+
+// markdownReport is a benchmark report that renders as Markdown (and, being a struct, as JSON).
+type markdownReport interface{ WriteMarkdown(io.Writer) error }
+
+// emitReport writes rep to the file out as Markdown if out is set, then to stdout as JSON or
+// Markdown.
+func emitReport(stdout io.Writer, rep markdownReport, out string, asJSON bool) error {
+	if out != "" {
+		if err := writeFile(out, rep.WriteMarkdown); err != nil {
 			return err
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, rep)
 	}
 	return rep.WriteMarkdown(stdout)
