@@ -52,6 +52,18 @@ func (u *URL) Param(name, def string) string {
 	return def
 }
 
+// WithoutParams returns the URL as written, minus the named query parameters: what a driver
+// hands to a native client after taking its own parameters out.
+func (u *URL) WithoutParams(names ...string) string {
+	c := *u.raw
+	q := c.Query()
+	for _, n := range names {
+		q.Del(n)
+	}
+	c.RawQuery = q.Encode()
+	return c.String()
+}
+
 // CheckParams rejects query parameters the driver does not understand, so a typo fails loudly
 // instead of being ignored.
 func (u *URL) CheckParams(known ...string) error {

@@ -1,0 +1,115 @@
+// Package pgtest starts a throwaway PostgreSQL cluster on 127.0.0.1 for tests, with the
+// server binaries already on the machine (Debian's postgresql package). It refuses to skip:
+// a missing server is a failure that says how to get one.
+package pgtest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	once     sync.Once
+	baseURL  string
+	stopFn   func()
+	startErr error
+)
+
+// URL returns a postgres:// URL of a database on a cluster started once per test binary, with
+// the given table, and stops the cluster when m's tests end (see Main).
+func URL(t testing.TB, table string) string {
+	t.Helper()
+	once.Do(func() { baseURL, stopFn, startErr = start() })
+	if startErr != nil {
+		t.Fatalf("PostgreSQL: %v", startErr)
+	}
+	return baseURL + "?table=" + table
+}
+
+// Stop stops the cluster if it was started; call it from TestMain after m.Run.
+func Stop() {
+	if stopFn != nil {
+		stopFn()
+	}
+}
+
+func binary(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(matches) > 0 {
+		return matches[len(matches)-1], nil
+	}
+	return "", fmt.Errorf("%s not found: install PostgreSQL's server (Debian: apt-get install postgresql)", name)
+}
+
+func start() (string, func(), error) {
+	initdb, err := binary("initdb")
+	if err != nil {
+		return "", nil, err
+	}
+	pgctl, err := binary("pg_ctl")
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "ssfkit-pg-")
+	if err != nil {
+		return "", nil, err
+	}
+	// initdb refuses to run as root: run the server as the postgres user then.
+	var as []string
+	if u, _ := user.Current(); u != nil && u.Uid == "0" {
+		pgUser, err := user.Lookup("postgres")
+		if err != nil {
+			return "", nil, fmt.Errorf("running as root needs a postgres user to run the server: %v", err)
+		}
+		uid, _ := strconv.Atoi(pgUser.Uid)
+		gid, _ := strconv.Atoi(pgUser.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return "", nil, err
+		}
+		as = []string{"runuser", "-u", "postgres", "--"}
+	}
+	run := func(args ...string) error {
+		cmd := exec.Command(append(as, args...)[0], append(as, args...)[1:]...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	data := filepath.Join(dir, "data")
+	if err := run(initdb, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
+		return "", nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c max_connections=200", port, dir)
+	if err := run(pgctl, "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o", opts, "start"); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = run(pgctl, "-D", data, "-m", "immediate", "stop")
+		_ = os.RemoveAll(dir)
+	}
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres", port), stop, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
