@@ -541,3 +541,22 @@ func validateValue(v any, mapAllowed bool) error {
 	}
 	return fmt.Errorf("unsupported type %T (want int64, string, []byte, bool or map[string]any)", v)
 }
+
+// Evaluate is what a driver that evaluates conditions itself (under a row lock, a transaction or
+// a compare-and-swap) does with one conditional update, given the row's current state: it
+// returns the result, and when the update applies, the new row encoded with EncodeAttrs, having
+// checked it against maxRowBytes (keys included).
+func (u BatchUpdate) Evaluate(cur Attrs, exists bool, maxRowBytes int) (UpdateResult, []byte, error) {
+	if !u.Cond.Eval(cur, exists) {
+		return UpdateResult{Attrs: cur}, nil, nil
+	}
+	next, err := u.Update.Apply(cur)
+	if err != nil {
+		return UpdateResult{}, nil, err
+	}
+	blob := EncodeAttrs(next)
+	if n := len(u.Key.Partition) + len(u.Key.Sort) + len(blob); n > maxRowBytes {
+		return UpdateResult{}, nil, fmt.Errorf("%w: row %s: %d bytes > %d", ErrTooLarge, u.Key, n, maxRowBytes)
+	}
+	return UpdateResult{Applied: true, Attrs: next}, blob, nil
+}

@@ -82,16 +82,12 @@ func (m *Driver) Update(_ context.Context, key store.Key, cond store.Cond, upd s
 	m.d.mu.Lock()
 	defer m.d.mu.Unlock()
 	cur, exists := m.d.partitions[key.Partition][key.Sort]
-	if !cond.Eval(cur, exists) {
-		return store.UpdateResult{Attrs: cur.Clone()}, nil
+	res, _, err := store.BatchUpdate{Key: key, Cond: cond, Update: upd}.Evaluate(cur, exists, m.limits.MaxRowBytes)
+	if err != nil || !res.Applied {
+		res.Attrs = res.Attrs.Clone() // the caller must not alias the stored row
+		return res, err
 	}
-	next, err := upd.Apply(cur)
-	if err != nil {
-		return store.UpdateResult{}, err
-	}
-	if n := len(key.Partition) + len(key.Sort) + len(store.EncodeAttrs(next)); n > m.limits.MaxRowBytes {
-		return store.UpdateResult{}, fmt.Errorf("%w: %d bytes > %d", store.ErrTooLarge, n, m.limits.MaxRowBytes)
-	}
+	next := res.Attrs
 	p := m.d.partitions[key.Partition]
 	if p == nil {
 		p = map[string]store.Attrs{}

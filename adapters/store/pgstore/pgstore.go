@@ -193,17 +193,13 @@ func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.Upd
 		if err != nil {
 			return nil, err
 		}
-		if !u.Cond.Eval(cur, exists) {
-			out[i] = store.UpdateResult{Attrs: cur}
-			continue
-		}
-		next, err := u.Update.Apply(cur)
+		res, blob, err := u.Evaluate(cur, exists, d.limits.MaxRowBytes)
 		if err != nil {
 			return nil, err
 		}
-		blob := store.EncodeAttrs(next)
-		if n := len(u.Key.Partition) + len(u.Key.Sort) + len(blob); n > d.limits.MaxRowBytes {
-			return nil, fmt.Errorf("%w: row %s: %d bytes > %d", store.ErrTooLarge, u.Key, n, d.limits.MaxRowBytes)
+		out[i] = res
+		if !res.Applied {
+			continue
 		}
 		if exists {
 			_, err = tx.Exec(ctx, `UPDATE `+d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2`, u.Key.Partition, u.Key.Sort, blob)
@@ -217,7 +213,6 @@ func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.Upd
 		if err != nil {
 			return nil, err
 		}
-		out[i] = store.UpdateResult{Applied: true, Attrs: next}
 	}
 	return out, tx.Commit(ctx)
 }

@@ -297,22 +297,17 @@ func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.Upd
 		if err != nil {
 			return nil, err
 		}
-		if !u.Cond.Eval(cur, exists) {
-			out[i] = store.UpdateResult{Attrs: cur}
-			continue
-		}
-		next, err := u.Update.Apply(cur)
+		res, blob, err := u.Evaluate(cur, exists, d.limits.MaxRowBytes)
 		if err != nil {
 			return nil, err
 		}
-		blob := store.EncodeAttrs(next)
-		if n := len(u.Key.Partition) + len(u.Key.Sort) + len(blob); n > d.limits.MaxRowBytes {
-			return nil, fmt.Errorf("%w: row %s: %d bytes > %d", store.ErrTooLarge, u.Key, n, d.limits.MaxRowBytes)
+		out[i] = res
+		if !res.Applied {
+			continue
 		}
 		if _, err := put.ExecContext(ctx, u.Key.Partition, u.Key.Sort, blob); err != nil {
 			return nil, err
 		}
-		out[i] = store.UpdateResult{Applied: true, Attrs: next}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
