@@ -244,8 +244,8 @@ func (b *barrier) Inject(ctx context.Context, p ssf.FaultPoint) error {
 // compare-and-swap, the second sees the count changed, reads again and is refused.
 func TestConcurrentLastRoom(t *testing.T) {
 	for _, c := range []struct {
-		mode         Mode
-		doubleBooked int
+		mode       Mode
+		overbooked int
 	}{{ModeUnsafe, 1}, {ModeExactlyOnce, 0}} {
 		t.Run(string(c.mode), func(t *testing.T) {
 			a := newApp(t, fixture(1, 5), &barrier{n: 2, open: make(chan struct{})})
@@ -256,10 +256,14 @@ func TestConcurrentLastRoom(t *testing.T) {
 			}
 			wg.Wait()
 			r := a.check(t, map[string]Confirmation{confs[0].Reservation: confs[0], confs[1].Reservation: confs[1]})
-			if r.DoubleBooked != c.doubleBooked || r.Overbooked != c.doubleBooked {
-				t.Fatalf("double-booked %d, overbooked %d, want %d: %v", r.DoubleBooked, r.Overbooked, c.doubleBooked, r.Err())
+			// The barrier forces the race on the hotel's one room; the flight (5 seats) races
+			// only by chance, so unsafe mode double-books the flight's count sometimes.
+			minDouble, maxDouble := c.overbooked, 2*c.overbooked
+			if r.Overbooked != c.overbooked || r.DoubleBooked < minDouble || r.DoubleBooked > maxDouble {
+				t.Fatalf("overbooked %d (want %d), double-booked %d (want %d..%d): %v",
+					r.Overbooked, c.overbooked, r.DoubleBooked, minDouble, maxDouble, r.Err())
 			}
-			if c.doubleBooked == 0 && r.Err() != nil {
+			if c.overbooked == 0 && r.Err() != nil {
 				t.Fatal(r.Err())
 			}
 		})

@@ -319,14 +319,15 @@ func Run(t *testing.T, newStore StoreFactory, o Options) {
 				instMu.Unlock()
 				inputs.Store(id, in)
 				res, err := host.Invoke(ctx, "kv", id, in)
-				if err != nil {
+				for err != nil {
 					// Accepted requests are finished by the intent collector; the client waits for
-					// the result. A request never accepted is retried.
-					var ok bool
-					if res, ok = awaitResult(ctx, rt, id); !ok {
-						n--
-						continue
+					// the result. A request never accepted is resubmitted, even past the deadline:
+					// the history holds every id the clients issued.
+					var accepted bool
+					if res, accepted = awaitResult(ctx, rt, id); accepted {
+						break
 					}
+					res, err = host.Invoke(ctx, "kv", id, in)
 				}
 				results.Store(id, res)
 				instMu.Lock()
