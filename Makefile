@@ -1,9 +1,11 @@
-# The README's two commands. Both work on a fresh machine with Go installed: modules are
-# downloaded on first use, and everything else they need runs in-process.
+# The README's two commands. Both work on a fresh machine of the project's kind: modules are
+# downloaded on first use, `make tools` installs the pinned emulators the tests start (moto,
+# Azurite), and everything else runs in-process or comes with the machine (PostgreSQL, the
+# Firestore emulator in the Google Cloud CLI).
 GO ?= go
 export GOTOOLCHAIN ?= local
 
-.PHONY: demo test vet bench fuzz build
+.PHONY: demo test tools vet bench fuzz build
 
 ## demo: run the bank transfers demo, then the travel reservation demo, on the embedded SQLite
 ## store, with crashes injected
@@ -12,8 +14,12 @@ demo:
 
 ## test: the whole default test run (unit, conformance, crash injection, linearizability, fuzz
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug
-test: vet
+test: tools vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+## tools: install the pinned emulators the tests start on 127.0.0.1 when they are missing
+tools:
+	./scripts/install-test-tools.sh
 
 vet:
 	$(GO) mod download

@@ -14,21 +14,25 @@ import (
 	_ "github.com/ssfkit/ssfkit/adapters/store/pgstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
 	"github.com/ssfkit/ssfkit/internal/pgtest"
+	"github.com/ssfkit/ssfkit/internal/testservers"
 )
 
-// Main runs the package's tests, then stops the PostgreSQL cluster if a test started it.
+// Main runs the package's tests, then stops the PostgreSQL cluster and the emulators the tests
+// started.
 func Main(m *testing.M) {
 	code := m.Run()
 	pgtest.Stop()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
 var tables atomic.Int64
 
-// name makes table names unique within a test binary.
-func name(ssf string) string { return fmt.Sprintf("%s_%d", ssf, tables.Add(1)) }
+// Name makes table names unique within a test binary.
+func Name(ssf string) string { return fmt.Sprintf("%s_%d", ssf, tables.Add(1)) }
 
-func open(t testing.TB, url string) *store.Table {
+// Open opens url and closes the table when t ends.
+func Open(t testing.TB, url string) *store.Table {
 	tbl, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +50,11 @@ func Mem(testing.TB, string) *store.Table {
 func SQLite(t testing.TB) func(testing.TB, string) *store.Table {
 	dir := t.TempDir()
 	return func(t testing.TB, ssf string) *store.Table {
-		return open(t, fmt.Sprintf("sqlite://%s/test.db?table=%s", dir, name(ssf)))
+		return Open(t, fmt.Sprintf("sqlite://%s/test.db?table=%s", dir, Name(ssf)))
 	}
 }
 
 // Postgres returns a fresh table on the throwaway cluster pgtest starts (once per binary).
 func Postgres(t testing.TB, ssf string) *store.Table {
-	return open(t, pgtest.URL(t, name(ssf)))
+	return Open(t, pgtest.URL(t, Name(ssf)))
 }

@@ -1,0 +1,114 @@
+package testservers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// Moto serves the AWS APIs (DynamoDB, SQS, ...) on one port; Addr returns its endpoint URL.
+// Clients need credentials and a region, any values: see MotoEnv.
+var Moto = &Server{Name: "moto (AWS emulator)", Start: startMoto}
+
+// MotoEnv are the environment settings an AWS SDK client needs to talk to moto.
+var MotoEnv = map[string]string{
+	"AWS_ACCESS_KEY_ID":     "testing",
+	"AWS_SECRET_ACCESS_KEY": "testing",
+	"AWS_REGION":            "us-east-1",
+}
+
+func startMoto() (string, func(), error) {
+	bin, err := Tool("moto_server", "run `make tools` (pip install 'moto[server]==5.2.1')")
+	if err != nil {
+		return "", nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := StartProcess(bin, []string{"-H", "127.0.0.1", "-p", fmt.Sprint(port)})
+	if err != nil {
+		return "", nil, err
+	}
+	endpoint := "http://" + HostPort(port)
+	if err := p.WaitReady(30*time.Second, httpReady(endpoint+"/moto-api/")); err != nil {
+		return "", nil, err
+	}
+	return endpoint, p.Stop, nil
+}
+
+// AzuriteEndpoints are the service endpoints of one Azurite process. Azurite accepts the
+// well-known development account (AzuriteAccount, AzuriteKey).
+type AzuriteEndpoints struct {
+	Table string // e.g. http://127.0.0.1:PORT/devstoreaccount1
+	Queue string
+}
+
+// The development storage account Azurite accepts.
+const (
+	AzuriteAccount = "devstoreaccount1"
+	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// Azurite serves Azure Tables and Queues in memory; Addr returns "TABLE_URL QUEUE_URL", which
+// AzuriteAddrs splits.
+var Azurite = &Server{Name: "Azurite (Azure Storage emulator)", Start: startAzurite}
+
+// AzuriteAddrs starts Azurite if needed and returns its endpoints.
+func AzuriteAddrs(t testing.TB) AzuriteEndpoints {
+	t.Helper()
+	var e AzuriteEndpoints
+	fmt.Sscan(Azurite.Addr(t), &e.Table, &e.Queue)
+	return e
+}
+
+func startAzurite() (string, func(), error) {
+	bin, err := Tool("azurite", "run `make tools` (npm install azurite@3.37.0)")
+	if err != nil {
+		return "", nil, err
+	}
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = FreePort(); err != nil {
+			return "", nil, err
+		}
+	}
+	p, err := StartProcess(bin, []string{
+		"--silent", "--inMemoryPersistence", "--skipApiVersionCheck", "--disableProductStyleUrl",
+		"--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(ports[0]),
+		"--queueHost", "127.0.0.1", "--queuePort", fmt.Sprint(ports[1]),
+		"--tableHost", "127.0.0.1", "--tablePort", fmt.Sprint(ports[2]),
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	table := "http://" + HostPort(ports[2]) + "/" + AzuriteAccount
+	queue := "http://" + HostPort(ports[1]) + "/" + AzuriteAccount
+	for _, port := range []int{ports[1], ports[2]} {
+		if err := p.WaitReady(60*time.Second, DialReady(HostPort(port))); err != nil {
+			return "", nil, err
+		}
+	}
+	return table + " " + queue, p.Stop, nil
+}
+
+// httpReady succeeds once url answers an HTTP GET with any status below 500.
+func httpReady(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 500 {
+			return fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		return nil
+	}
+}
