@@ -10,16 +10,16 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
+	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
 // Seed returns the base seed: SSFKIT_SEED if set, else a fixed one, so failures reproduce.
-func Seed(t testing.TB) int64 {
+func Seed(t suite.T) int64 {
 	if s := os.Getenv("SSFKIT_SEED"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -105,7 +105,7 @@ func (in *Injector) Points() int {
 // Submit delivers a top-level request the way a platform does: retried until it is accepted,
 // that is, until its intent is registered. A crash after that is the intent collector's to
 // finish.
-func Submit(t testing.TB, h *local.Host, rt *ssf.Runtime, id string, input any) {
+func Submit(t suite.T, h *local.Host, rt *ssf.Runtime, id string, input any) {
 	ctx := context.Background()
 	for attempt := 0; attempt < 100; attempt++ {
 		if _, err := h.Invoke(ctx, rt.Name(), id, input); err == nil {
@@ -124,7 +124,7 @@ func Submit(t testing.TB, h *local.Host, rt *ssf.Runtime, id string, input any) 
 
 // Drain runs the intent collectors, moving clock past their relaunch delay each round, until
 // no instance of rts is unfinished. Collector passes may crash; the next pass finishes them.
-func Drain(t testing.TB, h *local.Host, clock *testclock.Manual, rts map[string]*ssf.Runtime) {
+func Drain(t suite.T, h *local.Host, clock *testclock.Manual, rts map[string]*ssf.Runtime) {
 	ctx := context.Background()
 	for round := 0; ; round++ {
 		h.Wait()

@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
+
+	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
 var (
@@ -25,7 +26,7 @@ var (
 
 // URL returns a postgres:// URL of a database on a cluster started once per test binary, with
 // the given table, and stops the cluster when m's tests end (see Main).
-func URL(t testing.TB, table string) string {
+func URL(t suite.T, table string) string {
 	t.Helper()
 	once.Do(func() { baseURL, stopFn, startErr = start() })
 	if startErr != nil {

@@ -14,6 +14,7 @@ import (
 	_ "github.com/ssfkit/ssfkit/adapters/store/pgstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
 	"github.com/ssfkit/ssfkit/internal/pgtest"
+	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testservers"
 )
 
@@ -32,7 +33,7 @@ var tables atomic.Int64
 func Name(ssf string) string { return fmt.Sprintf("%s_%d", ssf, tables.Add(1)) }
 
 // Open opens url and closes the table when t ends.
-func Open(t testing.TB, url string) *store.Table {
+func Open(t suite.T, url string) *store.Table {
 	tbl, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -42,19 +43,23 @@ func Open(t testing.TB, url string) *store.Table {
 }
 
 // Mem returns a fresh private in-memory table.
-func Mem(testing.TB, string) *store.Table {
+func Mem(suite.T, string) *store.Table {
 	return store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://")
 }
 
 // SQLite returns a factory of fresh tables in one SQLite file in t's temporary directory.
-func SQLite(t testing.TB) func(testing.TB, string) *store.Table {
+func SQLite(t suite.T) Factory {
 	dir := t.TempDir()
-	return func(t testing.TB, ssf string) *store.Table {
+	return func(t suite.T, ssf string) *store.Table {
 		return Open(t, fmt.Sprintf("sqlite://%s/test.db?table=%s", dir, Name(ssf)))
 	}
 }
 
 // Postgres returns a fresh table on the throwaway cluster pgtest starts (once per binary).
-func Postgres(t testing.TB, ssf string) *store.Table {
+func Postgres(t suite.T, ssf string) *store.Table {
 	return Open(t, pgtest.URL(t, Name(ssf)))
 }
+
+// Factory returns a fresh, empty table for the named SSF; the runtime suites take one per
+// backend.
+type Factory func(t suite.T, ssfName string) *store.Table

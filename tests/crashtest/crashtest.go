@@ -20,19 +20,16 @@ import (
 	"math/rand"
 	"reflect"
 	"sync"
-	"testing"
 	"time"
 
-	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
+	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
-
-// StoreFactory returns a fresh, empty table for the named SSF.
-type StoreFactory func(t testing.TB, ssfName string) *store.Table
 
 // Options tune the suite's cost for slower backends.
 type Options struct {
@@ -43,13 +40,13 @@ type Options struct {
 }
 
 // Run runs the whole suite against tables from newStore.
-func Run(t *testing.T, newStore StoreFactory, opts Options) {
+func Run(t suite.T, newStore testtables.Factory, opts Options) {
 	if opts.Stride < 1 {
 		opts.Stride = 1
 	}
-	t.Run("EveryPoint", func(t *testing.T) { everyPoint(t, newStore, opts.Stride) })
-	t.Run("RandomSchedules", func(t *testing.T) { randomSchedules(t, newStore, opts.Schedules) })
-	t.Run("ConcurrentInvariants", func(t *testing.T) { concurrentInvariants(t, newStore) })
+	suite.Run(t, "EveryPoint", func(t suite.T) { everyPoint(t, newStore, opts.Stride) })
+	suite.Run(t, "RandomSchedules", func(t suite.T) { randomSchedules(t, newStore, opts.Schedules) })
+	suite.Run(t, "ConcurrentInvariants", func(t suite.T) { concurrentInvariants(t, newStore) })
 }
 
 const (
@@ -67,7 +64,7 @@ type world struct {
 	pipelined bool
 }
 
-func newWorld(t testing.TB, newStore StoreFactory, inj *crashkit.Injector, sequential bool) *world {
+func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, sequential bool) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: testclock.New(time.Unix(1_700_000_000, 0))}
 	w.host.Sequential = sequential
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -98,7 +95,7 @@ type outcome struct {
 // run opens the accounts, submits the transfers (one at a time when the host is sequential,
 // all at once otherwise) with crash injection on, then lets the intent collectors finish
 // everything and returns the results and the final state.
-func (w *world) run(t testing.TB, transfers []bank.Transfer) outcome {
+func (w *world) run(t suite.T, transfers []bank.Transfer) outcome {
 	ctx := context.Background()
 	for a, b := range opening {
 		if _, err := w.host.Invoke(ctx, bank.Accounts, "open-"+a, bank.AccountOp{Op: "open", Account: a, Amount: b}); err != nil {
@@ -151,7 +148,7 @@ func (w *world) run(t testing.TB, transfers []bank.Transfer) outcome {
 // collectAll runs the garbage collectors past T, first with passes crashing at random points
 // (a collector needs only at-least-once execution), then cleanly until everything collectible
 // is gone, and checks that state is unchanged and logs and rows were reclaimed.
-func (w *world) collectAll(t testing.TB, o outcome, seed int64) {
+func (w *world) collectAll(t suite.T, o outcome, seed int64) {
 	ctx := context.Background()
 	w.inj.Rearm(seed, 0.05, 30)
 	w.inj.Enable(true)
@@ -220,7 +217,7 @@ var fixedTransfers = []bank.Transfer{
 	{From: "carol", To: "alice", Amount: 50},
 }
 
-func compare(t testing.TB, what string, clean, got outcome) {
+func compare(t suite.T, what string, clean, got outcome) {
 	t.Helper()
 	if !reflect.DeepEqual(clean.receipts, got.receipts) {
 		t.Fatalf("%s: receipts differ from a clean run\nclean %+v\ngot   %+v\ncrashes: %v", what, clean.receipts, got.receipts, got.crashes)
@@ -230,7 +227,7 @@ func compare(t testing.TB, what string, clean, got outcome) {
 	}
 }
 
-func checkInvariants(t testing.TB, what string, transfers []bank.Transfer, o outcome) {
+func checkInvariants(t suite.T, what string, transfers []bank.Transfer, o outcome) {
 	t.Helper()
 	byID := map[string]bank.Transfer{}
 	for i, tr := range transfers {
@@ -242,7 +239,7 @@ func checkInvariants(t testing.TB, what string, transfers []bank.Transfer, o out
 }
 
 // everyPoint crashes a run once at each injection point of the clean run in turn.
-func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
+func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
 	clean := newWorld(t, newStore, crashkit.At(0), true).run(t, fixedTransfers)
 	checkInvariants(t, "clean run", fixedTransfers, clean)
 	t.Logf("clean run passes %d injection points; crashing at every %d", clean.points, stride)
@@ -262,7 +259,7 @@ func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
 }
 
 // randomSchedules runs random transfers with several crashes at random points, seeded.
-func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
+func randomSchedules(t suite.T, newStore testtables.Factory, schedules int) {
 	base := crashkit.Seed(t)
 	for s := 0; s < schedules; s++ {
 		seed := base + int64(s)
@@ -293,7 +290,7 @@ func randomSchedules(t *testing.T, newStore StoreFactory, schedules int) {
 
 // concurrentInvariants submits transfers concurrently with random crashes; the order, and so
 // the outcome, varies, but the invariants must hold.
-func concurrentInvariants(t *testing.T, newStore StoreFactory) {
+func concurrentInvariants(t suite.T, newStore testtables.Factory) {
 	seed := crashkit.Seed(t)
 	rng := rand.New(rand.NewSource(seed))
 	names := []string{"alice", "bob", "carol"}

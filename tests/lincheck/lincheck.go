@@ -24,18 +24,16 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/suite"
+	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
-
-// StoreFactory returns a fresh, empty table for the named SSF.
-type StoreFactory func(t testing.TB, ssfName string) *store.Table
 
 // Options size a run.
 type Options struct {
@@ -232,7 +230,7 @@ func (c *randomCrashes) Inject(_ context.Context, p ssf.FaultPoint) error {
 }
 
 // Run executes one randomized run and fails t if any key's history is not linearizable.
-func Run(t *testing.T, newStore StoreFactory, o Options) {
+func Run(t suite.T, newStore testtables.Factory, o Options) {
 	t.Logf("seed %d (rerun with SSFKIT_SEED=%d)", o.Seed, o.Seed)
 	rec := &recorder{start: time.Now(), steps: map[string]*timing{}}
 	crashes := &randomCrashes{rng: rand.New(rand.NewSource(o.Seed)), p: o.Crash}
@@ -397,7 +395,7 @@ func awaitResult(ctx context.Context, rt *ssf.Runtime, id string) (ssf.Result, b
 
 // check builds the history from the outcomes of the executions whose results stand and asks
 // porcupine whether it is linearizable.
-func check(t *testing.T, rec *recorder, ids []string, inputs, results *sync.Map) {
+func check(t suite.T, rec *recorder, ids []string, inputs, results *sync.Map) {
 	var history []porcupine.Operation
 	done := map[string]bool{}
 	for _, id := range ids {

@@ -16,25 +16,22 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
-	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
+	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// StoreFactory returns a fresh, empty table for the named SSF.
-type StoreFactory func(t testing.TB, ssfName string) *store.Table
-
 // Run runs the whole suite against tables from newStore. stride > 1 crashes at every
 // stride-th point only, for slower backends.
-func Run(t *testing.T, newStore StoreFactory, stride int) {
-	t.Run("ConcurrentTransfersSerializable", func(t *testing.T) { concurrentTransfers(t, newStore) })
-	t.Run("CrashAtEveryPointOfCommitAndAbort", func(t *testing.T) { everyPoint(t, newStore, max(stride, 1)) })
-	t.Run("WaitDieRandomLockOrders", func(t *testing.T) { waitDie(t, newStore) })
+func Run(t suite.T, newStore testtables.Factory, stride int) {
+	suite.Run(t, "ConcurrentTransfersSerializable", func(t suite.T) { concurrentTransfers(t, newStore) })
+	suite.Run(t, "CrashAtEveryPointOfCommitAndAbort", func(t suite.T) { everyPoint(t, newStore, max(stride, 1)) })
+	suite.Run(t, "WaitDieRandomLockOrders", func(t suite.T) { waitDie(t, newStore) })
 }
 
 // balance is an account's value: the amount and the version, which names the transaction that
@@ -152,7 +149,7 @@ type world struct {
 	clock *testclock.Manual // nil: the system clock
 }
 
-func newWorld(t testing.TB, newStore StoreFactory, inj *crashkit.Injector, clock *testclock.Manual, sequential bool) *world {
+func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, clock *testclock.Manual, sequential bool) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: clock}
 	w.host.Sequential = sequential
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -181,7 +178,7 @@ func newWorld(t testing.TB, newStore StoreFactory, inj *crashkit.Injector, clock
 func transferID(i int) string { return fmt.Sprintf("transfer-%03d", i) }
 
 // results reads every transfer's outcome once all are done.
-func (w *world) results(t testing.TB, n int) map[string]outcome {
+func (w *world) results(t suite.T, n int) map[string]outcome {
 	out := map[string]outcome{}
 	for i := range n {
 		st, err := w.rts["teller"].Intent(context.Background(), transferID(i))
@@ -197,7 +194,7 @@ func (w *world) results(t testing.TB, n int) map[string]outcome {
 	return out
 }
 
-func (w *world) state(t testing.TB) map[string]map[string][]byte {
+func (w *world) state(t suite.T) map[string]map[string][]byte {
 	out := map[string]map[string][]byte{}
 	for name, rt := range w.rts {
 		items, err := rt.Items(context.Background())
@@ -212,7 +209,7 @@ func (w *world) state(t testing.TB) map[string]map[string][]byte {
 // check verifies what must hold after any history of transfers: money conserved, audit notes
 // for exactly the committed transfers, no lock held, and a serializable committed history
 // whose last versions are the accounts' current values.
-func (w *world) check(t testing.TB, what string, outcomes map[string]outcome) {
+func (w *world) check(t suite.T, what string, outcomes map[string]outcome) {
 	t.Helper()
 	state := w.state(t)
 	for name, rt := range w.rts {
@@ -321,7 +318,7 @@ func randomTransfers(seed int64, n int) []transfer {
 
 // concurrentTransfers runs transfers from concurrent clients with random crashes anywhere,
 // including in commit and abort propagation, while the intent collectors run.
-func concurrentTransfers(t *testing.T, newStore StoreFactory) {
+func concurrentTransfers(t suite.T, newStore testtables.Factory) {
 	seed := crashkit.Seed(t)
 	inj := crashkit.Random(seed, 0.004, 30)
 	w := newWorld(t, newStore, inj, nil, false)
@@ -382,7 +379,7 @@ var fixed = []transfer{{"a", "b", 30}, {"b", "c", 500}, {"c", "a", 10}}
 
 // everyPoint crashes a sequential run once at each injection point of a clean run, including
 // between flushing one item and the next, and between notifying one participant and the next.
-func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
+func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
 	run := func(inj *crashkit.Injector) (map[string]outcome, map[string]map[string][]byte, *world) {
 		w := newWorld(t, newStore, inj, testclock.New(time.Unix(1_700_000_000, 0)), true)
 		inj.Enable(true)
@@ -416,7 +413,7 @@ func everyPoint(t *testing.T, newStore StoreFactory, stride int) {
 
 // waitDie runs transactions that lock random items in random orders, concurrently: all must
 // finish (no deadlock), and every wait-die abort must name an older lock holder.
-func waitDie(t *testing.T, newStore StoreFactory) {
+func waitDie(t suite.T, newStore testtables.Factory) {
 	seed := crashkit.Seed(t)
 	var mu sync.Mutex
 	var aborts []*ssf.TxAbortedError

@@ -2,8 +2,8 @@
 // Go CDK's drivertest packages. A driver's test wires it up with a harness that returns a fresh,
 // empty driver:
 //
-//	func TestConformance(t *testing.T) {
-//		storetest.RunConformanceTests(t, func(t *testing.T) store.Driver { return mydriver.New(...) })
+//	func TestConformance(t suite.T) {
+//		storetest.RunConformanceTests(t, func(t suite.T) store.Driver { return mydriver.New(...) })
 //	}
 //
 // The suite uses only the public store API (the Driver interface, conditions, updates and the
@@ -25,14 +25,21 @@ import (
 	"testing"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
-// RunConformanceTests runs the suite. newHarness must return a fresh, empty driver on each call;
-// the suite closes it when the subtest ends.
+// RunConformanceTests runs the suite under go test. newHarness must return a fresh, empty
+// driver on each call; the suite closes it when the subtest ends.
 func RunConformanceTests(t *testing.T, newHarness func(t *testing.T) store.Driver) {
+	Suite(t, func(t suite.T) store.Driver { return newHarness(t.(*testing.T)) })
+}
+
+// Suite runs the conformance tests as subtests of t, under go test or from `ssfkit
+// conformance` against a live backend.
+func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
 	for _, tc := range []struct {
 		name string
-		fn   func(*testing.T, store.Driver)
+		fn   func(suite.T, store.Driver)
 	}{
 		{"GetMissing", testGetMissing},
 		{"UpdateCreatesRow", testUpdateCreatesRow},
@@ -56,7 +63,7 @@ func RunConformanceTests(t *testing.T, newHarness func(t *testing.T) store.Drive
 		{"ConcurrentAdd", testConcurrentAdd},
 		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		suite.Run(t, tc.name, func(t suite.T) {
 			d := newHarness(t)
 			t.Cleanup(func() {
 				if err := d.Close(); err != nil {
@@ -70,7 +77,7 @@ func RunConformanceTests(t *testing.T, newHarness func(t *testing.T) store.Drive
 
 // h wraps a driver with helpers that fail the test on unexpected errors.
 type h struct {
-	t *testing.T
+	t suite.T
 	d store.Driver
 }
 
@@ -152,7 +159,7 @@ func sets(a store.Attrs) store.Update {
 
 func key(sort string) store.Key { return store.Key{Partition: "p", Sort: sort} }
 
-func testGetMissing(t *testing.T, d store.Driver) {
+func testGetMissing(t suite.T, d store.Driver) {
 	h := h{t, d}
 	a, found := h.get(key("missing"))
 	if found || a != nil {
@@ -160,7 +167,7 @@ func testGetMissing(t *testing.T, d store.Driver) {
 	}
 }
 
-func testUpdateCreatesRow(t *testing.T, d store.Driver) {
+func testUpdateCreatesRow(t suite.T, d store.Driver) {
 	h := h{t, d}
 	r := h.update(key("a"), store.Always(), store.SetAttr(store.Attr("x"), int64(1)))
 	if !r.Applied || !equalAttrs(r.Attrs, store.Attrs{"x": int64(1)}) {
@@ -181,7 +188,7 @@ func testUpdateCreatesRow(t *testing.T, d store.Driver) {
 	h.expectRow(key("c"), nil)
 }
 
-func testCreateIfAbsent(t *testing.T, d store.Driver) {
+func testCreateIfAbsent(t suite.T, d store.Driver) {
 	h := h{t, d}
 	r := h.update(key("a"), store.RowAbsent(), store.SetAttr(store.Attr("owner"), "first"))
 	if !r.Applied {
@@ -197,7 +204,7 @@ func testCreateIfAbsent(t *testing.T, d store.Driver) {
 	h.expectRow(key("a"), store.Attrs{"owner": "first"})
 }
 
-func testFailedCondition(t *testing.T, d store.Driver) {
+func testFailedCondition(t suite.T, d store.Driver) {
 	h := h{t, d}
 	row := store.Attrs{"n": int64(3), "s": "v", "m": map[string]any{"k": int64(1)}}
 	h.put(key("a"), row)
@@ -212,7 +219,7 @@ func testFailedCondition(t *testing.T, d store.Driver) {
 	h.expectRow(key("a"), row)
 }
 
-func testAppliedReturnsNewAttrs(t *testing.T, d store.Driver) {
+func testAppliedReturnsNewAttrs(t suite.T, d store.Driver) {
 	h := h{t, d}
 	h.put(key("a"), store.Attrs{"n": int64(1), "gone": "x", "keep": "k"})
 	r := h.update(key("a"), store.Equal(store.Attr("n"), int64(1)),
@@ -238,7 +245,7 @@ var condRow = store.Attrs{
 	"m":     map[string]any{"k": int64(1), "s": "x", "b": []byte{9}, "t": true},
 }
 
-func testConditions(t *testing.T, d store.Driver) {
+func testConditions(t suite.T, d store.Driver) {
 	h := h{t, d}
 	k := key("row")
 	h.put(k, condRow)
@@ -379,7 +386,7 @@ func testConditions(t *testing.T, d store.Driver) {
 	}
 }
 
-func testConditionsOnMissingRow(t *testing.T, d store.Driver) {
+func testConditionsOnMissingRow(t suite.T, d store.Driver) {
 	tests := []struct {
 		c    store.Cond
 		want bool
@@ -415,7 +422,7 @@ func testConditionsOnMissingRow(t *testing.T, d store.Driver) {
 	}
 }
 
-func testMutations(t *testing.T, d store.Driver) {
+func testMutations(t suite.T, d store.Driver) {
 	base := store.Attrs{"i": int64(10), "s": "x", "m": map[string]any{"a": int64(1), "b": "y"}}
 	attr := store.Attr
 	entry := func(m, e string) store.Path { return store.Attr(m).Entry(e) }
@@ -454,7 +461,7 @@ func testMutations(t *testing.T, d store.Driver) {
 			store.Attrs{"i": int64(10), "s": "again", "m": base["m"], "c": int64(3)}},
 	}
 	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		suite.Run(t, tt.name, func(t suite.T) {
 			h := h{t, d}
 			k := key(fmt.Sprintf("mut%02d", i))
 			h.put(k, base)
@@ -467,7 +474,7 @@ func testMutations(t *testing.T, d store.Driver) {
 	}
 }
 
-func testFailedMutation(t *testing.T, d store.Driver) {
+func testFailedMutation(t suite.T, d store.Driver) {
 	row := store.Attrs{"s": "x", "b": []byte{1}, "m": map[string]any{"e": "y"}, "n": int64(1)}
 	for i, upd := range []store.Update{
 		{store.AddInt(store.Attr("s"), 1)},
@@ -489,7 +496,7 @@ func testFailedMutation(t *testing.T, d store.Driver) {
 	}
 }
 
-func testValueTypes(t *testing.T, d store.Driver) {
+func testValueTypes(t suite.T, d store.Driver) {
 	h := h{t, d}
 	binary := make([]byte, 256)
 	for i := range binary {
@@ -537,7 +544,7 @@ func testValueTypes(t *testing.T, d store.Driver) {
 	h.expectRow(key("types"), row)
 }
 
-func testScanOrder(t *testing.T, d store.Driver) {
+func testScanOrder(t suite.T, d store.Driver) {
 	h := h{t, d}
 	sorts := []string{"b", "a", "c", "a0", "B", "10", "9", "aa", "a_", "z\u00e9", "z~"}
 	for i, s := range sorts {
@@ -561,7 +568,7 @@ func testScanOrder(t *testing.T, d store.Driver) {
 	}
 }
 
-func testScanReverseLimit(t *testing.T, d store.Driver) {
+func testScanReverseLimit(t suite.T, d store.Driver) {
 	h := h{t, d}
 	for _, s := range []string{"01", "03", "02", "10"} {
 		h.put(store.Key{Partition: "p", Sort: s}, store.Attrs{"s": s, "big": []byte("xxxxxxxx")})
@@ -600,7 +607,7 @@ func testScanReverseLimit(t *testing.T, d store.Driver) {
 
 // testUpdateBatch runs through store.UpdateBatch, so it covers drivers with and without the
 // optional Batcher interface: each update behaves as Update, results in order.
-func testUpdateBatch(t *testing.T, d store.Driver) {
+func testUpdateBatch(t suite.T, d store.Driver) {
 	h := h{t, d}
 	h.put(key("taken"), store.Attrs{"v": "first"})
 	rs, err := store.UpdateBatch(t.Context(), d, []store.BatchUpdate{
@@ -622,7 +629,7 @@ func testUpdateBatch(t *testing.T, d store.Driver) {
 	h.expectRow(key("other"), store.Attrs{"n": int64(2)})
 }
 
-func testScanIsolation(t *testing.T, d store.Driver) {
+func testScanIsolation(t suite.T, d store.Driver) {
 	h := h{t, d}
 	for _, p := range []string{"p", "p1", "p10", "q", "P"} {
 		for _, s := range []string{"x", "y"} {
@@ -645,7 +652,7 @@ func testScanIsolation(t *testing.T, d store.Driver) {
 	}
 }
 
-func testScanProjection(t *testing.T, d store.Driver) {
+func testScanProjection(t suite.T, d store.Driver) {
 	h := h{t, d}
 	full := store.Attrs{"a": int64(1), "b": "two", "m": map[string]any{"k": []byte{3}, "j": true}}
 	h.put(key("1"), full)
@@ -678,7 +685,7 @@ func testScanProjection(t *testing.T, d store.Driver) {
 	}
 }
 
-func testScanEmpty(t *testing.T, d store.Driver) {
+func testScanEmpty(t suite.T, d store.Driver) {
 	h := h{t, d}
 	if rows := h.scan("nothing-here"); len(rows) != 0 {
 		t.Errorf("Scan of an empty partition = %v, want no rows", rows)
@@ -690,7 +697,7 @@ func testScanEmpty(t *testing.T, d store.Driver) {
 	}
 }
 
-func testDelete(t *testing.T, d store.Driver) {
+func testDelete(t suite.T, d store.Driver) {
 	h := h{t, d}
 	row := store.Attrs{"v": int64(1)}
 	h.put(key("a"), row)
@@ -723,14 +730,14 @@ func testDelete(t *testing.T, d store.Driver) {
 	h.expectRow(key("a"), store.Attrs{"v": int64(2)})
 }
 
-func testTooLarge(t *testing.T, d store.Driver) {
+func testTooLarge(t suite.T, d store.Driver) {
 	h := h{t, d}
 	limit := d.Limits().MaxRowBytes
 	if limit <= 0 {
 		t.Fatalf("Limits().MaxRowBytes = %d, want a positive limit", limit)
 	}
 	if limit > 64<<20 {
-		t.Skipf("MaxRowBytes = %d is too large to exercise in a test", limit)
+		t.Fatalf("Limits().MaxRowBytes = %d: declare a limit of at most 64 MiB, the largest row the runtime should write", limit)
 	}
 	big := bytes.Repeat([]byte{'x'}, limit)
 	r, err := d.Update(t.Context(), key("new"), store.Always(), store.Update{store.SetAttr(store.Attr("blob"), big)})
@@ -755,7 +762,7 @@ func testTooLarge(t *testing.T, d store.Driver) {
 // casWorkers × casAttempts compare-and-swap increments race on one counter.
 const casWorkers, casAttempts = 8, 50
 
-func testConcurrentCAS(t *testing.T, d store.Driver) {
+func testConcurrentCAS(t suite.T, d store.Driver) {
 	k := key("counter")
 	h := h{t, d}
 	h.put(k, store.Attrs{"n": int64(0)})
@@ -805,7 +812,7 @@ func testConcurrentCAS(t *testing.T, d store.Driver) {
 	}
 }
 
-func testConcurrentAdd(t *testing.T, d store.Driver) {
+func testConcurrentAdd(t suite.T, d store.Driver) {
 	k := key("adder")
 	var wg sync.WaitGroup
 	for range casWorkers {
@@ -823,7 +830,7 @@ func testConcurrentAdd(t *testing.T, d store.Driver) {
 	h{t, d}.expectRow(k, store.Attrs{"n": want, "m": map[string]any{"n": 2 * want}})
 }
 
-func testConcurrentCreate(t *testing.T, d store.Driver) {
+func testConcurrentCreate(t suite.T, d store.Driver) {
 	k := key("contended")
 	var winners atomic.Int64
 	results := make([]store.UpdateResult, casWorkers)
