@@ -100,6 +100,12 @@ type Batcher interface {
 	UpdateBatch(ctx context.Context, ups []BatchUpdate) ([]UpdateResult, error)
 }
 
+// Dropper is an optional Driver interface: Drop deletes the table with every row in it. `ssfkit
+// conformance` drops the tables it creates with it; applications never need it.
+type Dropper interface {
+	Drop(ctx context.Context) error
+}
+
 // UpdateBatch applies ups with the driver's Batcher if it has one, else with UpdateEach.
 func UpdateBatch(ctx context.Context, d Driver, ups []BatchUpdate) ([]UpdateResult, error) {
 	if b, ok := d.(Batcher); ok {

@@ -26,6 +26,7 @@ var commands = []command{
 	{"bench", "benchmark exactly-once operations, DAAL length, travel transactions", func(ctx context.Context, args []string, _, _ io.Writer) error {
 		return runBench(ctx, args)
 	}},
+	{"conformance", "run the driver and runtime suites against a live store: ssfkit conformance -store URL", runConformance},
 	{"help", "show this help, or a command's flags: ssfkit help COMMAND", nil}, // handled by run
 }
 
@@ -76,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "ssfkit runs exactly-once stateful serverless functions.\n\nUsage:\n  ssfkit COMMAND [flags]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'ssfkit help COMMAND' for a command's flags.\n")
 }

@@ -43,6 +43,9 @@ type Options struct {
 	Seed     int64
 	MaxDelay time.Duration // upper bound of the random delay before and after each store call
 	Crash    float64       // probability of a crash at each injection point
+	// Lifetime bounds an execution (default 250 ms: short, so the collectors race live
+	// executions); raise it for backends whose round trips are milliseconds long.
+	Lifetime time.Duration
 }
 
 // op is one step an instance performs; kinds: read, write, cas, and incr (write the value this
@@ -234,6 +237,10 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 	t.Logf("seed %d (rerun with SSFKIT_SEED=%d)", o.Seed, o.Seed)
 	rec := &recorder{start: time.Now(), steps: map[string]*timing{}}
 	crashes := &randomCrashes{rng: rand.New(rand.NewSource(o.Seed)), p: o.Crash}
+	lifetime := o.Lifetime
+	if lifetime == 0 {
+		lifetime = 250 * time.Millisecond
+	}
 	base := newStore(t, "kv")
 	tbl := store.NewTable(&delayingDriver{Driver: base.Driver(), rng: rand.New(rand.NewSource(o.Seed + 1)), max: o.MaxDelay}, base.Name())
 
@@ -242,8 +249,8 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 	defer host.Close()
 	rt, err := host.Add(ssf.Config{
 		Name: "kv", Store: tbl, Handler: rec.handler, RowCapacity: 2,
-		// T must cover an execution's lifetime plus one store call; the delays are sub-ms.
-		Lifetime: 250 * time.Millisecond, GCBound: 350 * time.Millisecond, RelaunchDelay: 5 * time.Millisecond, // short: relaunches race the originals
+		// T must cover an execution's lifetime plus one store call.
+		Lifetime: lifetime, GCBound: lifetime * 7 / 5, RelaunchDelay: 5 * time.Millisecond, // short: relaunches race the originals
 		Faults: crashes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -33,6 +33,7 @@ type data struct {
 // Driver is the in-memory driver.
 type Driver struct {
 	d      *data
+	name   string // the shared table's name; "" for a private table
 	limits store.Limits
 }
 
@@ -61,7 +62,7 @@ func open(_ context.Context, u *store.URL) (store.Driver, error) {
 		d = &data{partitions: map[string]map[string]store.Attrs{}}
 		shared[u.Host] = d
 	}
-	return &Driver{d: d, limits: store.Limits{MaxRowBytes: limit}}, nil
+	return &Driver{d: d, name: u.Host, limits: store.Limits{MaxRowBytes: limit}}, nil
 }
 
 // New returns a fresh private in-memory driver.
@@ -134,6 +135,19 @@ func (m *Driver) Delete(_ context.Context, key store.Key, cond store.Cond) (bool
 
 // Limits implements store.Driver.
 func (m *Driver) Limits() store.Limits { return m.limits }
+
+// Drop implements store.Dropper: the rows go, and the name no longer refers to them.
+func (m *Driver) Drop(context.Context) error {
+	sharedMu.Lock()
+	if shared[m.name] == m.d {
+		delete(shared, m.name)
+	}
+	sharedMu.Unlock()
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	m.d.partitions = map[string]map[string]store.Attrs{}
+	return nil
+}
 
 // Close implements store.Driver; shared tables outlive their handles.
 func (m *Driver) Close() error { return nil }

@@ -272,6 +272,12 @@ func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (bo
 // Limits implements store.Driver.
 func (d *Driver) Limits() store.Limits { return d.limits }
 
+// Drop implements store.Dropper.
+func (d *Driver) Drop(ctx context.Context) error {
+	_, err := d.pool.Exec(ctx, `DROP TABLE IF EXISTS `+d.table)
+	return d.wrap(ctx, err)
+}
+
 // Close implements store.Driver; the shared pool closes with its last driver.
 func (d *Driver) Close() error {
 	d.closed.Do(func() { releasePool(d.conn) })

@@ -391,6 +391,12 @@ func (d *Driver) delete(ctx context.Context, key store.Key, cond store.Cond) (bo
 // Limits implements store.Driver.
 func (d *Driver) Limits() store.Limits { return d.limits }
 
+// Drop implements store.Dropper.
+func (d *Driver) Drop(ctx context.Context) error {
+	_, err := d.conn.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+d.table)
+	return d.wrap(ctx, err)
+}
+
 // Close implements store.Driver. The file stays open while other Drivers in the process use it.
 func (d *Driver) Close() error {
 	if d.closed.Swap(true) {
