@@ -28,11 +28,17 @@ var (
 // the given table, and stops the cluster when m's tests end (see Main).
 func URL(t suite.T, table string) string {
 	t.Helper()
-	once.Do(func() { baseURL, stopFn, startErr = start() })
-	if startErr != nil {
-		t.Fatalf("PostgreSQL: %v", startErr)
+	base, err := BaseURL()
+	if err != nil {
+		t.Fatalf("PostgreSQL: %v", err)
 	}
-	return baseURL + "?table=" + table
+	return base + "?table=" + table
+}
+
+// BaseURL starts the cluster if it is not running yet and returns the URL of its database.
+func BaseURL() (string, error) {
+	once.Do(func() { baseURL, stopFn, startErr = start() })
+	return baseURL, startErr
 }
 
 // Stop stops the cluster if it was started; call it from TestMain after m.Run.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"testing"
 	"time"
+
+	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
 // Moto serves the AWS APIs (DynamoDB, SQS, ...) on one port; Addr returns its endpoint URL.
@@ -57,7 +58,7 @@ const (
 var Azurite = &Server{Name: "Azurite (Azure Storage emulator)", Start: startAzurite}
 
 // AzuriteAddrs starts Azurite if needed and returns its endpoints.
-func AzuriteAddrs(t testing.TB) AzuriteEndpoints {
+func AzuriteAddrs(t suite.T) AzuriteEndpoints {
 	t.Helper()
 	var e AzuriteEndpoints
 	fmt.Sscan(Azurite.Addr(t), &e.Table, &e.Queue)

@@ -18,8 +18,9 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
+
+	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
 // Server is an emulator started on first use and shared by every test in the binary.
@@ -41,8 +42,17 @@ var (
 
 // Addr starts the server if it is not running yet and returns its address; it fails t if the
 // server cannot start.
-func (s *Server) Addr(t testing.TB) string {
+func (s *Server) Addr(t suite.T) string {
 	t.Helper()
+	addr, err := s.Get()
+	if err != nil {
+		t.Fatalf("%s: %v", s.Name, err)
+	}
+	return addr
+}
+
+// Get starts the server if it is not running yet and returns its address.
+func (s *Server) Get() (string, error) {
 	s.once.Do(func() {
 		var stop func()
 		s.addr, stop, s.err = s.Start()
@@ -52,10 +62,7 @@ func (s *Server) Addr(t testing.TB) string {
 			runningMu.Unlock()
 		}
 	})
-	if s.err != nil {
-		t.Fatalf("%s: %v", s.Name, s.err)
-	}
-	return s.addr
+	return s.addr, s.err
 }
 
 // StopAll stops every server this binary started; call it from TestMain after m.Run.
