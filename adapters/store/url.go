@@ -84,3 +84,7 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // ValidIdentifier reports whether s can name a table on every backend (letters, digits,
 // underscore; starting with a letter or underscore; at most 63 characters).
 func ValidIdentifier(s string) bool { return identifier.MatchString(s) }
+
+// TablePlaceholder marks where tools that make their own tables (ssfkit conformance, ssfkit
+// bench) put each table's name in a store URL, e.g. dynamodb://{table}?create=true.
+const TablePlaceholder = "{table}"

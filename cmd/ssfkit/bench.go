@@ -25,6 +25,9 @@ Benchmarks (see BENCHMARKS.md):
         the travel reservation app: throughput, median and p99 latency of reservations
         with transactions, with exactly-once alone, and with neither, and the
         double-bookings each produced (Beldi §7.4, Fig. 15)
+  backends
+        ops (short DAAL) on every backend the tests cover, each on a server this
+        command starts on 127.0.0.1: one table and one plot of the EO/raw ratios
 
 Run 'ssfkit bench BENCHMARK -h' for its flags.
 `
@@ -37,7 +40,7 @@ func runBench(ctx context.Context, args []string) error {
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal or travel"), printed: false}
+		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal, travel or backends"), printed: false}
 	}
 	switch args[0] {
 	case "ops":
@@ -46,12 +49,14 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return benchDAAL(ctx, args[1:], stdout, stderr)
 	case "travel":
 		return benchTravel(ctx, args[1:], stdout, stderr)
+	case "backends":
+		return benchBackends(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return flag.ErrHelp
 	}
 	fmt.Fprint(stderr, benchUsage)
-	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal or travel)", args[0])}
+	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal, travel or backends)", args[0])}
 }
 
 const storeFlagHelp = "store `URL`, e.g. sqlite:///abs/path.db?table=T or mem:// (default: a fresh SQLite file in a temporary directory, removed afterwards)"

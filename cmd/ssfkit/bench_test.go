@@ -159,7 +159,7 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"daal", "--lifetime", "1s", "--gc-bound", "1s"}, "--lifetime < --gc-bound"},
 		{[]string{"daal", "--out-dir", "/nonexistent/dir"}, "not an existing directory"},
 		{[]string{"travel", "--browse", "1"}, "--browse is a fraction"},
-		{[]string{"travel", "--store", "nosuch://x"}, "only on sqlite:// and mem:// stores"},
+		{[]string{"travel", "--store", "nosuch://x"}, "write {table} where the benchmark's table names go"},
 		{[]string{"nosuch"}, `unknown benchmark "nosuch"`},
 		{nil, "bench needs a benchmark"},
 	} {
@@ -170,5 +170,36 @@ func TestBenchErrors(t *testing.T) {
 	}
 	if err := benchMain(ctx, []string{"ops", "-h"}, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
+	}
+}
+
+// `bench backends` measures each chosen backend side by side and plots the ratios.
+func TestBenchBackends(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "backends.png")
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"backends", "--backends", "sqlite,postgres", "--ops", "6", "--warmup", "0", "--plot", png, "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep bench.BackendsReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || rep.Results[0].Backend != "sqlite" || rep.Results[1].Backend != "postgres" {
+		t.Fatalf("results: %+v", rep.Results)
+	}
+	for _, r := range rep.Results {
+		for _, o := range r.Ops {
+			if o.Raw.N != 6 || o.EO.N != 6 || o.RatioMedian <= 0 {
+				t.Errorf("%s: %+v", r.Backend, o)
+			}
+		}
+	}
+	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+		t.Errorf("plot not written: %v", err)
+	}
+	err = benchMain(context.Background(), []string{"backends", "--backends", "sqlite,oracle"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), `unknown backend "oracle"`) {
+		t.Errorf("unknown backend: %v", err)
 	}
 }

@@ -174,13 +174,17 @@ func TestSiblingURL(t *testing.T) {
 		"sqlite:///tmp/a.db?table=t&max_row_bytes=999": "sqlite:///tmp/a.db?max_row_bytes=999&table=t_x",
 		"mem://":                          "mem://",
 		"mem://shared?max_row_bytes=1000": "mem://shared_x?max_row_bytes=1000",
+		"dynamodb://{table}?create=true":  "dynamodb://{table}x?create=true",
 	} {
 		got, err := siblingURL(in, "x")
 		if err != nil || got != want {
 			t.Errorf("siblingURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := siblingURL("dynamodb://t", "x"); err == nil || !strings.Contains(err.Error(), "sqlite:// and mem://") {
+	if got, _ := siblingURL("postgres://h/db?table={table}", "gc_on"); got != "postgres://h/db?table={table}gcon" {
+		t.Errorf("placeholder sibling: %q", got)
+	}
+	if _, err := siblingURL("dynamodb://t", "x"); err == nil || !strings.Contains(err.Error(), "write {table}") {
 		t.Errorf("unsupported scheme: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
@@ -185,6 +186,14 @@ func (d countingDriver) Delete(ctx context.Context, key store.Key, cond store.Co
 	return d.Driver.Delete(ctx, key, cond)
 }
 
+// Drop forwards store.Dropper, so the suite can drop the tables it made.
+func (d countingDriver) Drop(ctx context.Context) error {
+	if dr, ok := d.Driver.(store.Dropper); ok {
+		return dr.Drop(ctx)
+	}
+	return nil
+}
+
 // openCounted opens the table at rawURL with its driver wrapped to count into c.
 func openCounted(ctx context.Context, rawURL string, c *Counter) (*store.Table, error) {
 	t, err := store.Open(ctx, rawURL)
@@ -195,8 +204,19 @@ func openCounted(ctx context.Context, rawURL string, c *Counter) (*store.Table, 
 }
 
 // siblingURL names another table next to the one at rawURL, so each SSF of the benchmark has
-// its own table (Beldi's data sovereignty) on the same backend.
+// its own table (Beldi's data sovereignty) on the same backend. On a URL with
+// store.TablePlaceholder, the sibling's name extends the placeholder (letters and digits only,
+// which every backend accepts); the suite fills it in when it opens the table.
 func siblingURL(rawURL, suffix string) (string, error) {
+	if strings.Contains(rawURL, store.TablePlaceholder) {
+		alnum := strings.Map(func(r rune) rune {
+			if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				return r
+			}
+			return -1
+		}, suffix)
+		return strings.ReplaceAll(rawURL, store.TablePlaceholder, store.TablePlaceholder+alnum), nil
+	}
 	u, err := store.ParseURL(rawURL)
 	if err != nil {
 		return "", err
@@ -217,5 +237,5 @@ func siblingURL(rawURL, suffix string) (string, error) {
 		}
 		return out, nil
 	}
-	return "", fmt.Errorf("bench: store URL %s: the benchmark knows how to give each SSF its own table only on sqlite:// and mem:// stores", u.Redacted())
+	return "", fmt.Errorf("bench: store URL %s: write %s where the benchmark's table names go (e.g. dynamodb://%s?create=true); only sqlite:// and mem:// URLs can do without", u.Redacted(), store.TablePlaceholder, store.TablePlaceholder)
 }

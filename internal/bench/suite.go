@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +94,7 @@ type Suite struct {
 	seq            atomic.Int64
 	bodies         sync.Map // instance id -> func(*ssf.Env) error
 	tmpDir         string
+	dropTables     bool
 }
 
 // NewSuite opens the store and starts the two SSFs on an in-process host.
@@ -113,14 +115,17 @@ func (s *Suite) start(ctx context.Context, cfg SuiteConfig) (err error) {
 		}
 		url = "sqlite://" + filepath.Join(s.tmpDir, "bench.db")
 	}
-	if s.table, err = openCounted(ctx, url, &s.counter); err != nil {
+	// Tables named through the placeholder are the benchmark's own: Close drops them.
+	s.dropTables = strings.Contains(url, store.TablePlaceholder)
+	expand := func(u string) string { return strings.ReplaceAll(u, store.TablePlaceholder, "b"+s.run) }
+	if s.table, err = openCounted(ctx, expand(url), &s.counter); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	calleeURL, err := siblingURL(url, "callee")
 	if err != nil {
 		return err
 	}
-	if s.calleeTable, err = openCounted(ctx, calleeURL, &s.counter); err != nil {
+	if s.calleeTable, err = openCounted(ctx, expand(calleeURL), &s.counter); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	base := ssf.Config{RowCapacity: cfg.RowCapacity, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound, Clock: &s.clock}
@@ -142,9 +147,13 @@ func (s *Suite) Close() error {
 	s.host.Close()
 	var errs []error
 	for _, t := range []*store.Table{s.table, s.calleeTable} {
-		if t != nil {
-			errs = append(errs, t.Close())
+		if t == nil {
+			continue
 		}
+		if d, ok := t.Driver().(store.Dropper); ok && s.dropTables {
+			errs = append(errs, d.Drop(context.Background()))
+		}
+		errs = append(errs, t.Close())
 	}
 	if s.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(s.tmpDir))

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/bench"
+	"github.com/ssfkit/ssfkit/internal/pgtest"
+	"github.com/ssfkit/ssfkit/internal/testservers"
+)
+
+// localBackends are the backends `ssfkit bench backends` can start on this machine, each
+// returning a store URL with store.TablePlaceholder.
+func localBackends(tmpDir string) []bench.Backend {
+	return []bench.Backend{
+		{Name: "sqlite", URL: func() (string, error) {
+			return "sqlite://" + filepath.Join(tmpDir, "bench.db") + "?table=" + store.TablePlaceholder, nil
+		}},
+		{Name: "postgres", URL: func() (string, error) {
+			base, err := pgtest.BaseURL()
+			return base + "?table=" + store.TablePlaceholder, err
+		}},
+	}
+}
+
+func benchBackends(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	tmpDir, err := os.MkdirTemp("", "ssfkit-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmpDir)
+	all := localBackends(tmpDir)
+	var names []string
+	for _, b := range all {
+		names = append(names, b.Name)
+	}
+	fs := newFlagSet("bench backends", "Runs `bench ops` (short DAAL) on each backend in turn, starting its server on 127.0.0.1\n"+
+		"(PostgreSQL; moto, Azurite, bttest and the Firestore emulator for the clouds), and prints\n"+
+		"one Markdown table of raw vs exactly-once latencies (or JSON with --json), optionally with\n"+
+		"a bar chart of the EO/raw ratios. Progress goes to stderr.", stderr)
+	list := fs.String("backends", strings.Join(names, ","), "comma-separated backends: "+strings.Join(names, ", "))
+	cfg := bench.BackendsConfig{}
+	fs.IntVar(&cfg.Ops, "ops", 400, "measured operations per kind and backend, raw and exactly-once each")
+	fs.IntVar(&cfg.Warmup, "warmup", 40, "unmeasured operations per kind, variant and backend first")
+	fs.IntVar(&cfg.Block, "block", bench.DefaultBlock, "operations per block; raw and exactly-once blocks alternate")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	plotPath := fs.String("plot", "", "write a PNG bar chart of the EO/raw median ratios to `FILE`")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(*list, ",") {
+		i := slices.IndexFunc(all, func(b bench.Backend) bool { return b.Name == strings.TrimSpace(name) })
+		if i < 0 {
+			return &cliUsageError{err: fmt.Errorf("bench backends: unknown backend %q (known: %s)", name, strings.Join(names, ", "))}
+		}
+		cfg.Backends = append(cfg.Backends, all[i])
+	}
+	defer pgtest.Stop()
+	defer testservers.StopAll()
+	rep, err := bench.RunBackends(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if *plotPath != "" {
+		if err := rep.WritePlot(*plotPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench backends: wrote %s\n", *plotPath)
+	}
+	return emitReport(stdout, rep, *out, *asJSON)
+}
