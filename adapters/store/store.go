@@ -100,6 +100,17 @@ type Batcher interface {
 	UpdateBatch(ctx context.Context, ups []BatchUpdate) ([]UpdateResult, error)
 }
 
+// Transactor is an optional Driver interface for backends with multi-row transactions
+// (PostgreSQL). Transact runs fn with a Driver whose operations all belong to one transaction,
+// committed when fn returns nil and rolled back when it returns an error (which Transact
+// returns). Operations inside keep their single-row semantics — each conditional update is
+// evaluated on its row's current state, under a row lock held to the end — and the transaction
+// adds all-or-nothing and one commit for all of them. fn may run again after a deadlock or
+// serialization failure, so it must have no effects outside tx.
+type Transactor interface {
+	Transact(ctx context.Context, fn func(tx Driver) error) error
+}
+
 // Dropper is an optional Driver interface: Drop deletes the table with every row in it. `ssfkit
 // conformance` drops the tables it creates with it; applications never need it.
 type Dropper interface {

@@ -196,7 +196,7 @@ func (g *recyclability) of(ctx context.Context, id string) (bool, error) {
 }
 
 func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone *recyclability, rep *GCReport) error {
-	chain, all, err := rt.scanChain(ctx, part, []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites), store.Attr(attrDangleTime)})
+	chain, all, err := rt.scanChain(ctx, rt.st, part, []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites), store.Attr(attrDangleTime)})
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			rt.stats.corruptions.Add(1)

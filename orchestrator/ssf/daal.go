@@ -26,8 +26,8 @@ type chainRow struct {
 // after the scan passed can be linked from a row read later. The skeleton then ends at the last
 // row the scan returned, which is not the tail; callers follow NextRow from there with direct
 // reads, as Beldi's write does in case C.
-func (rt *Runtime) scanChain(ctx context.Context, part string, proj []store.Path) (chain []chainRow, all []store.Row, err error) {
-	all, err = rt.st.Scan(ctx, part, store.ScanOptions{Projection: proj})
+func (rt *Runtime) scanChain(ctx context.Context, st *store.Table, part string, proj []store.Path) (chain []chainRow, all []store.Row, err error) {
+	all, err = st.Scan(ctx, part, store.ScanOptions{Projection: proj})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +90,7 @@ type lockChange struct {
 // already logged (by an earlier or concurrent execution of the step: Beldi's case A). Beldi Fig. 6 and §4.4: a
 // projected scan first finds whether this step already happened in any row (case A) and where
 // the tail is; tryWrite then works through the cases on the tail.
-func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, w daalWrite) (applied, replayed bool, err error) {
+func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (applied, replayed bool, err error) {
 	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
 	if w.when != nil {
 		// The condition needs the tail's state: bring it with the scan rather than in a
@@ -98,7 +98,7 @@ func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, w daalWrite) 
 		proj = append(proj, store.Attr(attrValue), store.Attr(attrVersion), store.Attr(attrLogSize),
 			store.Attr(attrLockOwner), store.Attr(attrLockStart))
 	}
-	chain, _, err := rt.scanChain(ctx, part, proj)
+	chain, _, err := rt.scanChain(ctx, st, part, proj)
 	if err != nil {
 		return false, false, err
 	}
@@ -108,17 +108,17 @@ func (rt *Runtime) writeDAAL(ctx context.Context, part, lk string, w daalWrite) 
 		}
 	}
 	if len(chain) == 0 {
-		if err := rt.ensureHead(ctx, part); err != nil {
+		if err := rt.ensureHead(ctx, st, part); err != nil {
 			return false, false, err
 		}
-		return rt.tryWrite(ctx, part, headRowID, nil, lk, w)
+		return rt.tryWrite(ctx, st, part, headRowID, nil, lk, w)
 	}
 	tail := chain[len(chain)-1]
 	var known store.Attrs
 	if _, more := tail.attrs[attrNextRow]; w.when != nil && !more {
 		known = tail.attrs
 	}
-	return rt.tryWrite(ctx, part, tail.id, known, lk, w)
+	return rt.tryWrite(ctx, st, part, tail.id, known, lk, w)
 }
 
 func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
@@ -138,14 +138,14 @@ func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
 // A conditional write also pins the row version it evaluated the condition against, so the
 // logged outcome is the condition's value at the instant of the write.
 // cur is the row's state if the caller knows it (a conditional write's scan), else nil.
-func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Attrs, lk string, w daalWrite) (applied, replayed bool, err error) {
+func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row string, cur store.Attrs, lk string, w daalWrite) (applied, replayed bool, err error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, false, err
 		}
 		key := store.Key{Partition: part, Sort: row}
 		if cur == nil && w.when != nil {
-			a, found, err := rt.st.Get(ctx, key)
+			a, found, err := st.Get(ctx, key)
 			if err != nil {
 				return false, false, err
 			}
@@ -160,7 +160,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Att
 				applies = w.when(cur)
 				guard = store.And(guard, versionIs(cur))
 			}
-			r, err := rt.st.Update(ctx, key, guard, w.update(lk, applies))
+			r, err := st.Update(ctx, key, guard, w.update(lk, applies))
 			if err != nil {
 				return false, false, err
 			}
@@ -180,7 +180,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, part, row string, cur store.Att
 			continue
 		}
 		if n, _ := cur[attrLogSize].(int64); n >= int64(rt.cfg.RowCapacity) {
-			next, err := rt.appendRow(ctx, part, row, cur) // case D
+			next, err := rt.appendRow(ctx, st, part, row, cur) // case D
 			if err != nil {
 				return false, false, err
 			}
@@ -250,7 +250,7 @@ func (w daalWrite) update(lk string, applies bool) store.Update {
 // successor starts with the full row's value and lock, which are final because the row is full. Creating
 // it before linking means a crash in between leaves an unlinked row that the next appender
 // adopts (its id is deterministic) or that the GC removes.
-func (rt *Runtime) appendRow(ctx context.Context, part, full string, fullAttrs store.Attrs) (string, error) {
+func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full string, fullAttrs store.Attrs) (string, error) {
 	next, err := nextRowID(full)
 	if err != nil {
 		return "", err
@@ -262,10 +262,10 @@ func (rt *Runtime) appendRow(ctx context.Context, part, full string, fullAttrs s
 			init = append(init, store.SetAttr(store.Attr(a), v))
 		}
 	}
-	if _, err := rt.st.Update(ctx, store.Key{Partition: part, Sort: next}, store.RowAbsent(), init); err != nil {
+	if _, err := st.Update(ctx, store.Key{Partition: part, Sort: next}, store.RowAbsent(), init); err != nil {
 		return "", err
 	}
-	r, err := rt.st.Update(ctx, store.Key{Partition: part, Sort: full},
+	r, err := st.Update(ctx, store.Key{Partition: part, Sort: full},
 		store.And(store.RowExists(), store.NotExists(store.Attr(attrNextRow))),
 		store.Update{store.SetAttr(store.Attr(attrNextRow), next)})
 	if err != nil {
@@ -282,12 +282,12 @@ func (rt *Runtime) appendRow(ctx context.Context, part, full string, fullAttrs s
 
 // ensureHead creates the item's head row, registering the item in the key directory first so
 // that the GC can find every DAAL that exists.
-func (rt *Runtime) ensureHead(ctx context.Context, part string) error {
-	if _, err := rt.st.Update(ctx, directoryKey(rt.cfg.IndexShards, part), store.Always(),
+func (rt *Runtime) ensureHead(ctx context.Context, st *store.Table, part string) error {
+	if _, err := st.Update(ctx, directoryKey(rt.cfg.IndexShards, part), store.Always(),
 		store.Update{store.SetAttr(store.Attr(attrKind), "daal")}); err != nil {
 		return err
 	}
-	_, err := rt.st.Update(ctx, store.Key{Partition: part, Sort: headRowID}, store.RowAbsent(),
+	_, err := st.Update(ctx, store.Key{Partition: part, Sort: headRowID}, store.RowAbsent(),
 		store.Update{store.SetAttr(store.Attr(attrLogSize), int64(0)), store.SetAttr(store.Attr(attrVersion), int64(0))})
 	return err
 }

@@ -134,13 +134,8 @@ func (e *Env) Write(table, key string, value any) error {
 	if err != nil {
 		return err
 	}
-	if err := e.flush(); err != nil {
-		return err
-	}
-	if _, _, err := e.rt.writeDAAL(e.ctx, part, logKey(e.id, step), daalWrite{setValue: true, value: val}); err != nil {
-		return e.fail(err)
-	}
-	return nil
+	_, _, err = e.logAndWrite(part, step, daalWrite{setValue: true, value: val})
+	return err
 }
 
 // CondWrite sets key to value if cond holds on its current value, exactly once, and reports
@@ -163,15 +158,9 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, er
 	if err != nil {
 		return false, err
 	}
-	if err := e.flush(); err != nil {
-		return false, err
-	}
-	ok, _, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{setValue: true, value: val,
+	ok, _, err := e.logAndWrite(dataPartition(table, key), step, daalWrite{setValue: true, value: val,
 		when: func(a store.Attrs) bool { return evalOnValue(cond, a[attrValue]) }})
-	if err != nil {
-		return false, e.fail(err)
-	}
-	return ok, nil
+	return ok, err
 }
 
 // SyncInvoke calls the SSF callee with input and returns its output, exactly once: the callee
@@ -371,6 +360,16 @@ func (e *Env) logged(step int, produce func() ([]byte, error)) ([]byte, error) {
 // execution went down a path that execution did not: it stops before acting on it, and a
 // re-execution replays the logged values.
 func (e *Env) flush() error {
+	if err := e.flushTo(e.rt.st); err != nil {
+		return e.fail(err)
+	}
+	e.unlogged = e.unlogged[:0]
+	return nil
+}
+
+// flushTo writes the queued read-log entries to st, keeping the queue: a transaction that
+// rolls back (and may run again) must still have them.
+func (e *Env) flushTo(st *store.Table) error {
 	if len(e.unlogged) == 0 {
 		return nil
 	}
@@ -382,17 +381,36 @@ func (e *Env) flush() error {
 		}
 		ups[i] = store.BatchUpdate{Key: readLogKey(e.id, r.step), Cond: store.RowAbsent(), Update: upd}
 	}
-	rs, err := e.rt.st.UpdateBatch(e.ctx, ups)
+	rs, err := st.UpdateBatch(e.ctx, ups)
 	if err != nil {
-		return e.fail(err)
+		return err
 	}
 	for i, r := range rs {
 		if logged, _ := r.Attrs[attrValue].([]byte); !r.Applied && !bytes.Equal(logged, e.unlogged[i].value) {
-			return e.fail(fmt.Errorf("%w: step %d of instance %s", ErrDiverged, e.unlogged[i].step, e.id))
+			return fmt.Errorf("%w: step %d of instance %s", ErrDiverged, e.unlogged[i].step, e.id)
 		}
 	}
-	e.unlogged = e.unlogged[:0]
 	return nil
+}
+
+// logAndWrite flushes the queued read-log entries, then performs step's logged write on the
+// linked DAAL in partition part. On a store with transactions (store.Transactor) both go in one
+// transaction with one commit: with an ACID store, the log writes share the data write's
+// transaction (Beldi §8, Apiary). Elsewhere they are separate requests, which the protocol
+// tolerates: an entry logged without the write that followed is replayed.
+func (e *Env) logAndWrite(part string, step int, w daalWrite) (applied, replayed bool, err error) {
+	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) error {
+		if err := e.flushTo(st); err != nil {
+			return err
+		}
+		applied, replayed, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, step), w)
+		return err
+	})
+	if err != nil {
+		return false, false, e.fail(err)
+	}
+	e.unlogged = e.unlogged[:0]
+	return applied, replayed, nil
 }
 
 func (rt *Runtime) readLog(ctx context.Context, id string, step int) ([]byte, bool, error) {

@@ -22,7 +22,7 @@ type FaultPoint struct {
 	// CollectorIC or CollectorGC during a collector pass (collectors need only at-least-once
 	// execution: a crashed pass is finished by the next).
 	Instance string
-	Op       string // get, update, scan, delete, call, callback
+	Op       string // get, update, scan, delete, batch, commit (a store transaction), call, callback
 	Key      store.Key
 	After    bool
 }

@@ -75,7 +75,7 @@ type DAALShape struct {
 
 // DAAL returns the shape of an item's linked DAAL.
 func (rt *Runtime) DAAL(ctx context.Context, table, key string) (DAALShape, error) {
-	chain, all, err := rt.scanChain(ctx, dataPartition(table, key), []store.Path{store.Attr(attrNextRow)})
+	chain, all, err := rt.scanChain(ctx, rt.st, dataPartition(table, key), []store.Path{store.Attr(attrNextRow)})
 	return DAALShape{Reachable: len(chain), Stored: len(all)}, err
 }
 

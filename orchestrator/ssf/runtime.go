@@ -136,6 +136,30 @@ func New(cfg Config) (*Runtime, error) {
 	return rt, nil
 }
 
+// atomically runs fn against the SSF's table in one store transaction when the store has them
+// (store.Transactor), and directly otherwise. Under fault injection the transaction has its own
+// points: before the commit (a crash there rolls everything back) and after it (the commit
+// happened, the reply is lost), at key.
+func (rt *Runtime) atomically(ctx context.Context, key store.Key, fn func(st *store.Table) error) error {
+	tr, ok := rt.cfg.Store.Driver().(store.Transactor)
+	if !ok {
+		return fn(rt.st)
+	}
+	err := tr.Transact(ctx, func(tx store.Driver) error {
+		if rt.cfg.Faults != nil {
+			tx = faultyDriver{Driver: tx, rt: rt}
+		}
+		if err := fn(store.NewTable(tx, rt.st.Name())); err != nil {
+			return err
+		}
+		return rt.inject(ctx, "commit", key, false)
+	})
+	if err != nil {
+		return err
+	}
+	return rt.inject(ctx, "commit", key, true)
+}
+
 // Name returns the SSF's name.
 func (rt *Runtime) Name() string { return rt.cfg.Name }
 

@@ -187,13 +187,8 @@ func (e *Env) Unlock(table, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.flush(); err != nil {
-		return err
-	}
-	if _, _, err := e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), releaseIf("instance:"+e.id)); err != nil {
-		return e.fail(err)
-	}
-	return nil
+	_, _, err = e.logAndWrite(dataPartition(table, key), step, releaseIf("instance:"+e.id))
+	return err
 }
 
 // lockStep is one logged attempt to take the item's lock for owner. replayed reports that the
@@ -204,15 +199,13 @@ func (e *Env) lockStep(table, key, owner string, start int64) (ok, replayed bool
 	if err != nil {
 		return false, false, err
 	}
-	if err := e.flush(); err != nil { // taking a lock is an effect others see
-		return false, false, err
-	}
-	ok, replayed, err = e.rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), daalWrite{
+	// Taking a lock is an effect others see: the reads before it are logged first.
+	ok, replayed, err = e.logAndWrite(dataPartition(table, key), step, daalWrite{
 		lock: &lockChange{owner: owner, start: start},
 		when: func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner },
 	})
 	if err != nil {
-		return false, false, e.fail(err)
+		return false, false, err
 	}
 	return ok, replayed, nil
 }
@@ -398,11 +391,8 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := e.flush(); err != nil {
+		if _, _, err := e.logAndWrite(dataPartition(table, key), step, w); err != nil {
 			return nil, err
-		}
-		if _, _, err := rt.writeDAAL(e.ctx, dataPartition(table, key), logKey(e.id, step), w); err != nil {
-			return nil, e.fail(err)
 		}
 	}
 	visited := append(slices.Clone(in.Visited), callees...)

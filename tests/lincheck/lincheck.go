@@ -151,16 +151,38 @@ func (r *recorder) handler(env *ssf.Env, raw json.RawMessage) (any, error) {
 // delayingDriver sleeps a random time before and after every call, widening race windows.
 type delayingDriver struct {
 	store.Driver
+	*pauser
+}
+
+type pauser struct {
 	mu  sync.Mutex
 	rng *rand.Rand
 	max time.Duration
+}
+
+// delaying wraps d; over a store with transactions, the operations inside them are delayed too
+// (so locks are held across the pauses), and the runtime takes its transactional path.
+func delaying(d store.Driver, p *pauser) store.Driver {
+	dd := &delayingDriver{Driver: d, pauser: p}
+	if _, ok := d.(store.Transactor); ok {
+		return delayingTransactor{dd}
+	}
+	return dd
+}
+
+type delayingTransactor struct{ *delayingDriver }
+
+func (d delayingTransactor) Transact(ctx context.Context, fn func(store.Driver) error) error {
+	return d.Driver.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		return fn(&delayingDriver{Driver: tx, pauser: d.pauser})
+	})
 }
 
 // stall is a rare long pause (a network hiccup, a GC pause in the caller) that lets other
 // executions and collectors overtake a call in flight. It stays well under T - Lifetime.
 const stall = 30 * time.Millisecond
 
-func (d *delayingDriver) pause() {
+func (d *pauser) pause() {
 	d.mu.Lock()
 	n := time.Duration(d.rng.Int63n(int64(d.max) + 1))
 	if d.rng.Intn(300) == 0 {
@@ -242,15 +264,16 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 		lifetime = 250 * time.Millisecond
 	}
 	base := newStore(t, "kv")
-	tbl := store.NewTable(&delayingDriver{Driver: base.Driver(), rng: rand.New(rand.NewSource(o.Seed + 1)), max: o.MaxDelay}, base.Name())
+	tbl := store.NewTable(delaying(base.Driver(), &pauser{rng: rand.New(rand.NewSource(o.Seed + 1)), max: o.MaxDelay}), base.Name())
 
 	host := local.NewHost()
 	host.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // crashed collector passes are expected
 	defer host.Close()
 	rt, err := host.Add(ssf.Config{
 		Name: "kv", Store: tbl, Handler: rec.handler, RowCapacity: 2,
-		// T must cover an execution's lifetime plus one store call.
-		Lifetime: lifetime, GCBound: lifetime * 7 / 5, RelaunchDelay: 5 * time.Millisecond, // short: relaunches race the originals
+		// T must cover an execution's lifetime plus its last store call, stalls included,
+		// on a loaded machine under the race detector.
+		Lifetime: lifetime, GCBound: 2 * lifetime, RelaunchDelay: 5 * time.Millisecond, // short: relaunches race the originals
 		Faults: crashes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

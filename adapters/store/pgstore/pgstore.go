@@ -2,10 +2,13 @@
 //
 // URL: postgres://user:password@host:port/database?table=NAME&max_row_bytes=N (also
 // postgresql://). The table is created if missing: (pk text, sk text, attrs bytea, primary key
-// (pk, sk)). A conditional update runs in one transaction that locks the row (SELECT ... FOR
-// UPDATE), evaluates the condition with the portable evaluator, and writes; creating a row that
-// does not exist yet uses INSERT ... ON CONFLICT DO NOTHING and starts over if another writer
-// created it first. Batches (store.Batcher) run in one transaction, one commit.
+// (pk, sk)). A conditional update runs in a read-committed transaction that locks the row
+// (SELECT ... FOR UPDATE), evaluates the condition with the portable evaluator, and writes;
+// creating a row that does not exist yet uses INSERT ... ON CONFLICT DO NOTHING and evaluates
+// again if another writer created it first. Batches (store.Batcher) run in one transaction, one
+// commit. store.Transactor puts any sequence of operations in one transaction: the runtime's
+// faster path, which writes an SSF's log entries and data in one commit (Beldi §8, Apiary).
+// transactions=off hides it, so the runtime takes its portable path (for comparisons).
 package pgstore
 
 import (
@@ -98,8 +101,12 @@ func open(ctx context.Context, u *store.URL) (store.Driver, error) {
 		}
 		limit = n
 	}
+	transactions := u.Param("transactions", "on")
+	if transactions != "on" && transactions != "off" {
+		return nil, fmt.Errorf("%w: transactions=%q must be on or off", store.ErrInvalid, transactions)
+	}
 	// Everything else in the query (sslmode, pool settings, ...) is pgx's to interpret.
-	conn := u.WithoutParams("table", "max_row_bytes")
+	conn := u.WithoutParams("table", "max_row_bytes", "transactions")
 	pool, err := acquirePool(ctx, conn)
 	if err != nil {
 		return nil, err
@@ -109,8 +116,38 @@ func open(ctx context.Context, u *store.URL) (store.Driver, error) {
 		d.Close()
 		return nil, d.wrap(ctx, err)
 	}
+	if transactions == "off" {
+		return withoutTransactions{d}, nil
+	}
 	return d, nil
 }
+
+// withoutTransactions is the driver without store.Transactor (the URL's transactions=off).
+type withoutTransactions struct{ d *Driver }
+
+func (w withoutTransactions) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
+	return w.d.Get(ctx, key)
+}
+
+func (w withoutTransactions) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	return w.d.Update(ctx, key, cond, upd)
+}
+
+func (w withoutTransactions) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	return w.d.UpdateBatch(ctx, ups)
+}
+
+func (w withoutTransactions) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+	return w.d.Scan(ctx, partition, opts)
+}
+
+func (w withoutTransactions) Delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
+	return w.d.Delete(ctx, key, cond)
+}
+
+func (w withoutTransactions) Drop(ctx context.Context) error { return w.d.Drop(ctx) }
+func (w withoutTransactions) Limits() store.Limits           { return w.d.Limits() }
+func (w withoutTransactions) Close() error                   { return w.d.Close() }
 
 // wrap maps connection failures onto store.ErrUnavailable.
 func (d *Driver) wrap(ctx context.Context, err error) error {
@@ -127,17 +164,20 @@ func (d *Driver) wrap(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 }
 
+// conn is what a pool and a transaction have in common.
+type conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // Get implements store.Driver.
 func (d *Driver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
 	a, found, err := d.get(ctx, d.pool, key, "")
 	return a, found, d.wrap(ctx, err)
 }
 
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-func (d *Driver) get(ctx context.Context, q querier, key store.Key, lock string) (store.Attrs, bool, error) {
+func (d *Driver) get(ctx context.Context, q conn, key store.Key, lock string) (store.Attrs, bool, error) {
 	var blob []byte
 	err := q.QueryRow(ctx, `SELECT attrs FROM `+d.table+` WHERE pk = $1 AND sk = $2`+lock, key.Partition, key.Sort).Scan(&blob)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -162,63 +202,64 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 	return rs[0], nil
 }
 
-// errRaced: a row this transaction found absent was created concurrently; start over.
-var errRaced = errors.New("row created concurrently")
-
 // UpdateBatch implements store.Batcher: every update in one transaction, one commit.
-func (d *Driver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+func (d *Driver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (out []store.UpdateResult, err error) {
 	for _, u := range ups {
 		if err := u.Update.Validate(); err != nil {
 			return nil, err
 		}
 	}
-	for {
-		rs, err := d.inTx(ctx, ups)
-		if errors.Is(err, errRaced) {
-			continue
-		}
-		return rs, d.wrap(ctx, err)
-	}
+	err = d.transact(ctx, func(tx pgx.Tx) (err error) {
+		out, err = d.updateAll(ctx, tx, ups)
+		return d.wrap(ctx, err)
+	})
+	return out, err
 }
 
-func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
-	tx, err := d.pool.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(ctx)
+func (d *Driver) updateAll(ctx context.Context, q conn, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	out := make([]store.UpdateResult, len(ups))
 	for i, u := range ups {
-		cur, exists, err := d.get(ctx, tx, u.Key, " FOR UPDATE")
+		r, err := d.update(ctx, q, u)
 		if err != nil {
 			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// update applies one conditional update inside a read-committed transaction: the row is
+// locked while its condition is evaluated and the new state written.
+func (d *Driver) update(ctx context.Context, q conn, u store.BatchUpdate) (store.UpdateResult, error) {
+	for {
+		cur, exists, err := d.get(ctx, q, u.Key, " FOR UPDATE")
+		if err != nil {
+			return store.UpdateResult{}, err
 		}
 		res, blob, err := u.Evaluate(cur, exists, d.limits.MaxRowBytes)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = res
-		if !res.Applied {
-			continue
+		if err != nil || !res.Applied {
+			return res, err
 		}
 		if exists {
-			_, err = tx.Exec(ctx, `UPDATE `+d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2`, u.Key.Partition, u.Key.Sort, blob)
-		} else {
-			var tag pgconn.CommandTag
-			tag, err = tx.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, u.Key.Partition, u.Key.Sort, blob)
-			if err == nil && tag.RowsAffected() == 0 {
-				return nil, errRaced // evaluated on "absent", but it exists now
-			}
+			_, err = q.Exec(ctx, `UPDATE `+d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2`, u.Key.Partition, u.Key.Sort, blob)
+			return res, err
 		}
-		if err != nil {
-			return nil, err
+		tag, err := q.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, u.Key.Partition, u.Key.Sort, blob)
+		if err != nil || tag.RowsAffected() == 1 {
+			return res, err
 		}
+		// Evaluated on "absent", but another transaction created the row and committed: under
+		// read committed, the next statement sees it, so evaluate again.
 	}
-	return out, tx.Commit(ctx)
 }
 
 // Scan implements store.Driver.
 func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+	rows, err := d.scan(ctx, d.pool, partition, opts)
+	return rows, d.wrap(ctx, err)
+}
+
+func (d *Driver) scan(ctx context.Context, q conn, partition string, opts store.ScanOptions) ([]store.Row, error) {
 	order := "ASC"
 	if opts.Reverse {
 		order = "DESC"
@@ -227,9 +268,9 @@ func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOpti
 	if opts.Limit > 0 {
 		limit = opts.Limit
 	}
-	rs, err := d.pool.Query(ctx, `SELECT sk, attrs FROM `+d.table+` WHERE pk = $1 ORDER BY sk COLLATE "C" `+order+` LIMIT $2`, partition, limit)
+	rs, err := q.Query(ctx, `SELECT sk, attrs FROM `+d.table+` WHERE pk = $1 ORDER BY sk COLLATE "C" `+order+` LIMIT $2`, partition, limit)
 	if err != nil {
-		return nil, d.wrap(ctx, err)
+		return nil, err
 	}
 	defer rs.Close()
 	out := []store.Row{}
@@ -237,7 +278,7 @@ func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOpti
 		var sk string
 		var blob []byte
 		if err := rs.Scan(&sk, &blob); err != nil {
-			return nil, d.wrap(ctx, err)
+			return nil, err
 		}
 		key := store.Key{Partition: partition, Sort: sk}
 		a, err := store.DecodeProjected(blob, opts.Projection)
@@ -246,28 +287,103 @@ func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOpti
 		}
 		out = append(out, store.Row{Key: key, Attrs: a})
 	}
-	return out, d.wrap(ctx, rs.Err())
+	return out, rs.Err()
 }
 
 // Delete implements store.Driver.
-func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
-	tx, err := d.pool.Begin(ctx)
+func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (deleted bool, err error) {
+	err = d.transact(ctx, func(tx pgx.Tx) (err error) {
+		deleted, err = d.delete(ctx, tx, key, cond)
+		return d.wrap(ctx, err)
+	})
+	return deleted, err
+}
+
+func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.Cond) (bool, error) {
+	cur, exists, err := d.get(ctx, q, key, " FOR UPDATE")
+	if err != nil || !exists || !cond.Eval(cur, exists) {
+		return false, err
+	}
+	_, err = q.Exec(ctx, `DELETE FROM `+d.table+` WHERE pk = $1 AND sk = $2`, key.Partition, key.Sort)
+	return err == nil, err
+}
+
+// Transact implements store.Transactor: fn's operations run in one read-committed
+// transaction, each conditional update under a row lock held until the commit.
+func (d *Driver) Transact(ctx context.Context, fn func(tx store.Driver) error) error {
+	return d.transact(ctx, func(tx pgx.Tx) error { return fn(txDriver{d: d, tx: tx}) })
+}
+
+// transact runs body in a read-committed transaction (whatever the server's default, which
+// the row-lock protocol relies on) and commits it, running it again after a deadlock or a
+// serialization failure.
+// body's own errors come back as they are (the operations of a txDriver map theirs).
+func (d *Driver) transact(ctx context.Context, body func(pgx.Tx) error) error {
+	for {
+		err := d.attempt(ctx, body)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+			continue
+		}
+		return err
+	}
+}
+
+func (d *Driver) attempt(ctx context.Context, body func(pgx.Tx) error) error {
+	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return false, d.wrap(ctx, err)
+		return d.wrap(ctx, err)
 	}
 	defer tx.Rollback(ctx)
-	cur, exists, err := d.get(ctx, tx, key, " FOR UPDATE")
-	if err != nil {
-		return false, d.wrap(ctx, err)
+	if err := body(tx); err != nil {
+		return err
 	}
-	if !exists || !cond.Eval(cur, exists) {
-		return false, nil
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM `+d.table+` WHERE pk = $1 AND sk = $2`, key.Partition, key.Sort); err != nil {
-		return false, d.wrap(ctx, err)
-	}
-	return true, d.wrap(ctx, tx.Commit(ctx))
+	return d.wrap(ctx, tx.Commit(ctx))
 }
+
+// txDriver is the Driver that Transact hands to its function.
+type txDriver struct {
+	d  *Driver
+	tx pgx.Tx
+}
+
+func (t txDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
+	a, found, err := t.d.get(ctx, t.tx, key, "")
+	return a, found, t.d.wrap(ctx, err)
+}
+
+func (t txDriver) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	if err := upd.Validate(); err != nil {
+		return store.UpdateResult{}, err
+	}
+	r, err := t.d.update(ctx, t.tx, store.BatchUpdate{Key: key, Cond: cond, Update: upd})
+	return r, t.d.wrap(ctx, err)
+}
+
+func (t txDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	for _, u := range ups {
+		if err := u.Update.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	rs, err := t.d.updateAll(ctx, t.tx, ups)
+	return rs, t.d.wrap(ctx, err)
+}
+
+func (t txDriver) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+	rows, err := t.d.scan(ctx, t.tx, partition, opts)
+	return rows, t.d.wrap(ctx, err)
+}
+
+func (t txDriver) Delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
+	ok, err := t.d.delete(ctx, t.tx, key, cond)
+	return ok, t.d.wrap(ctx, err)
+}
+
+func (t txDriver) Limits() store.Limits { return t.d.limits }
+
+// Close does nothing: the transaction ends when Transact's function returns.
+func (t txDriver) Close() error { return nil }
 
 // Limits implements store.Driver.
 func (d *Driver) Limits() store.Limits { return d.limits }

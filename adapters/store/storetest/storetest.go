@@ -37,10 +37,11 @@ func RunConformanceTests(t *testing.T, newHarness func(t *testing.T) store.Drive
 // Suite runs the conformance tests as subtests of t, under go test or from `ssfkit
 // conformance` against a live backend.
 func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
-	for _, tc := range []struct {
+	type test struct {
 		name string
 		fn   func(suite.T, store.Driver)
-	}{
+	}
+	tests := []test{
 		{"GetMissing", testGetMissing},
 		{"UpdateCreatesRow", testUpdateCreatesRow},
 		{"CreateIfAbsent", testCreateIfAbsent},
@@ -62,7 +63,24 @@ func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
 		{"ConcurrentCAS", testConcurrentCAS},
 		{"ConcurrentAdd", testConcurrentAdd},
 		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
-	} {
+	}
+	// Optional interfaces get their own tests when the driver has them.
+	var transactor bool
+	suite.Run(t, "Capabilities", func(t suite.T) {
+		d := newHarness(t)
+		defer d.Close()
+		_, batcher := d.(store.Batcher)
+		_, transactor = d.(store.Transactor)
+		_, dropper := d.(store.Dropper)
+		t.Logf("Batcher %v, Transactor %v, Dropper %v; MaxRowBytes %d", batcher, transactor, dropper, d.Limits().MaxRowBytes)
+	})
+	if transactor {
+		tests = append(tests,
+			test{"TransactCommits", testTransactCommits},
+			test{"TransactRollsBack", testTransactRollsBack},
+			test{"ConcurrentTransactions", testConcurrentTransactions})
+	}
+	for _, tc := range tests {
 		suite.Run(t, tc.name, func(t suite.T) {
 			d := newHarness(t)
 			t.Cleanup(func() {
@@ -603,6 +621,99 @@ func testScanReverseLimit(t suite.T, d store.Driver) {
 			t.Errorf("%s: sort keys = %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// Inside Transact, reads see the transaction's own writes, conditions keep their meaning, and
+// everything lands at the commit.
+func testTransactCommits(t suite.T, d store.Driver) {
+	h := h{t, d}
+	h.put(key("taken"), store.Attrs{"v": "first"})
+	err := d.(store.Transactor).Transact(t.Context(), func(tx store.Driver) error {
+		if r, err := tx.Update(t.Context(), key("new"), store.RowAbsent(), store.Update{store.SetAttr(store.Attr("v"), "a")}); err != nil || !r.Applied {
+			return fmt.Errorf("create: %+v, %v", r, err)
+		}
+		if r, err := tx.Update(t.Context(), key("taken"), store.RowAbsent(), store.Update{store.SetAttr(store.Attr("v"), "b")}); err != nil || r.Applied || r.Attrs["v"] != "first" {
+			return fmt.Errorf("create over an existing row: %+v, %v", r, err)
+		}
+		if a, found, err := tx.Get(t.Context(), key("new")); err != nil || !found || a["v"] != "a" {
+			return fmt.Errorf("read own write: %v %v %v", a, found, err)
+		}
+		rows, err := tx.Scan(t.Context(), key("").Partition, store.ScanOptions{Reverse: true, Limit: 1})
+		if err != nil || len(rows) != 1 || rows[0].Key != key("taken") {
+			return fmt.Errorf("scan: %+v, %v", rows, err)
+		}
+		if ok, err := tx.Delete(t.Context(), key("taken"), store.Always()); err != nil || !ok {
+			return fmt.Errorf("delete: %v %v", ok, err)
+		}
+		_, err = store.UpdateBatch(t.Context(), tx, []store.BatchUpdate{{Key: key("n"), Cond: store.Always(), Update: store.Update{store.AddInt(store.Attr("n"), 3)}}})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Transact: %v", err)
+	}
+	h.expectRow(key("new"), store.Attrs{"v": "a"})
+	h.expectRow(key("taken"), nil)
+	h.expectRow(key("n"), store.Attrs{"n": int64(3)})
+}
+
+// A function that fails leaves nothing behind, and its error comes back.
+func testTransactRollsBack(t suite.T, d store.Driver) {
+	h := h{t, d}
+	h.put(key("kept"), store.Attrs{"v": "old"})
+	boom := errors.New("boom")
+	err := d.(store.Transactor).Transact(t.Context(), func(tx store.Driver) error {
+		for _, k := range []string{"kept", "new"} {
+			if _, err := tx.Update(t.Context(), key(k), store.Always(), store.Update{store.SetAttr(store.Attr("v"), "changed")}); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("stop: %w", boom)
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Transact = %v, want the function's error", err)
+	}
+	h.expectRow(key("kept"), store.Attrs{"v": "old"})
+	h.expectRow(key("new"), nil)
+}
+
+// Concurrent transactions that read a counter and write it back plus one, through a
+// conditional update pinned to the value read, lose no increment.
+func testConcurrentTransactions(t suite.T, d store.Driver) {
+	h := h{t, d}
+	const workers, each = 4, 10
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for i := 0; i < each; i++ {
+				for {
+					var applied bool
+					err := d.(store.Transactor).Transact(t.Context(), func(tx store.Driver) error {
+						a, _, err := tx.Get(t.Context(), key("c"))
+						if err != nil {
+							return err
+						}
+						n, _ := a["n"].(int64)
+						cond := store.Not(store.Exists(store.Attr("n")))
+						if n > 0 {
+							cond = store.Equal(store.Attr("n"), n)
+						}
+						r, err := tx.Update(t.Context(), key("c"), cond, store.Update{store.SetAttr(store.Attr("n"), n+1)})
+						applied = r.Applied
+						return err
+					})
+					if err != nil {
+						t.Errorf("Transact: %v", err)
+						return
+					}
+					if applied {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	h.expectRow(key("c"), store.Attrs{"n": int64(workers * each)})
 }
 
 // testUpdateBatch runs through store.UpdateBatch, so it covers drivers with and without the
