@@ -22,9 +22,16 @@ func localBackends(tmpDir string) []bench.Backend {
 		{Name: "sqlite", URL: func() (string, error) {
 			return "sqlite://" + filepath.Join(tmpDir, "bench.db") + "?table=" + store.TablePlaceholder, nil
 		}},
+		// A durable server (fsync on), as in production: commits cost what they cost there.
 		{Name: "postgres", URL: func() (string, error) {
-			base, err := pgtest.BaseURL()
+			base, err := pgtest.DurableBaseURL()
 			return base + "?table=" + store.TablePlaceholder, err
+		}},
+		// The same server without store.Transactor: the portable path, to measure the
+		// transactional one against.
+		{Name: "postgres-portable", URL: func() (string, error) {
+			base, err := pgtest.DurableBaseURL()
+			return base + "?transactions=off&table=" + store.TablePlaceholder, err
 		}},
 	}
 }

@@ -177,7 +177,7 @@ func TestBenchErrors(t *testing.T) {
 func TestBenchBackends(t *testing.T) {
 	png := filepath.Join(t.TempDir(), "backends.png")
 	var stdout, stderr bytes.Buffer
-	err := benchMain(context.Background(), []string{"backends", "--backends", "sqlite,postgres", "--ops", "6", "--warmup", "0", "--plot", png, "--json"}, &stdout, &stderr)
+	err := benchMain(context.Background(), []string{"backends", "--backends", "sqlite,postgres,postgres-portable", "--ops", "6", "--warmup", "0", "--plot", png, "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
@@ -185,7 +185,7 @@ func TestBenchBackends(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 2 || rep.Results[0].Backend != "sqlite" || rep.Results[1].Backend != "postgres" {
+	if len(rep.Results) != 3 || rep.Results[0].Backend != "sqlite" || rep.Results[2].Backend != "postgres-portable" {
 		t.Fatalf("results: %+v", rep.Results)
 	}
 	for _, r := range rep.Results {

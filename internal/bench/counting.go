@@ -200,7 +200,21 @@ func openCounted(ctx context.Context, rawURL string, c *Counter) (*store.Table, 
 	if err != nil {
 		return nil, err
 	}
-	return store.NewTable(countingDriver{Driver: t.Driver(), c: c}, t.Name()), nil
+	var d store.Driver = countingDriver{Driver: t.Driver(), c: c}
+	if _, ok := t.Driver().(store.Transactor); ok {
+		d = countingTransactor{d.(countingDriver)}
+	}
+	return store.NewTable(d, t.Name()), nil
+}
+
+// countingTransactor keeps the store's transactions visible to the runtime, counting the
+// requests made inside them.
+type countingTransactor struct{ countingDriver }
+
+func (d countingTransactor) Transact(ctx context.Context, fn func(store.Driver) error) error {
+	return d.Driver.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		return fn(countingDriver{Driver: tx, c: d.c})
+	})
 }
 
 // siblingURL names another table next to the one at rawURL, so each SSF of the benchmark has

@@ -17,12 +17,23 @@ import (
 	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
-var (
-	once     sync.Once
-	baseURL  string
-	stopFn   func()
-	startErr error
-)
+// cluster is one throwaway server, started on first use.
+type cluster struct {
+	durable bool // fsync on: commits reach the disk, as in production
+	once    sync.Once
+	url     string
+	stop    func()
+	err     error
+}
+
+func (c *cluster) baseURL() (string, error) {
+	c.once.Do(func() { c.url, c.stop, c.err = start(c.durable) })
+	return c.url, c.err
+}
+
+// The tests' cluster skips fsync (its data dies with the test); benchmarks comparing how many
+// commits a path makes use a durable one.
+var fast, durable = &cluster{}, &cluster{durable: true}
 
 // URL returns a postgres:// URL of a database on a cluster started once per test binary, with
 // the given table, and stops the cluster when m's tests end (see Main).
@@ -36,15 +47,17 @@ func URL(t suite.T, table string) string {
 }
 
 // BaseURL starts the cluster if it is not running yet and returns the URL of its database.
-func BaseURL() (string, error) {
-	once.Do(func() { baseURL, stopFn, startErr = start() })
-	return baseURL, startErr
-}
+func BaseURL() (string, error) { return fast.baseURL() }
 
-// Stop stops the cluster if it was started; call it from TestMain after m.Run.
+// DurableBaseURL is BaseURL for a second cluster that syncs commits to disk.
+func DurableBaseURL() (string, error) { return durable.baseURL() }
+
+// Stop stops the clusters that were started; call it from TestMain after m.Run.
 func Stop() {
-	if stopFn != nil {
-		stopFn()
+	for _, c := range []*cluster{fast, durable} {
+		if c.stop != nil {
+			c.stop()
+		}
 	}
 }
 
@@ -59,7 +72,7 @@ func binary(name string) (string, error) {
 	return "", fmt.Errorf("%s not found: install PostgreSQL's server (Debian: apt-get install postgresql)", name)
 }
 
-func start() (string, func(), error) {
+func start(durable bool) (string, func(), error) {
 	initdb, err := binary("initdb")
 	if err != nil {
 		return "", nil, err
@@ -101,7 +114,10 @@ func start() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c max_connections=200", port, dir)
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", port, dir)
+	if !durable {
+		opts += " -c fsync=off"
+	}
 	if err := run(pgctl, "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o", opts, "start"); err != nil {
 		return "", nil, err
 	}
