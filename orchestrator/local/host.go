@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -30,6 +31,8 @@ type Host struct {
 	// order, and "crash at step k" means the same step each time.
 	Sequential bool
 	queue      []spawn
+	// queues route SSFs' asynchronous starts through message queues (see UseQueue).
+	queues map[string]*queue.Queue
 }
 
 type spawn struct {
@@ -104,11 +107,15 @@ func (h *Host) Call(ctx context.Context, name string, req ssf.Request) (ssf.Resu
 }
 
 // Spawn implements ssf.Transport: the request runs on its own goroutine, detached from the
-// caller's context (an asynchronous start outlives its caller).
-func (h *Host) Spawn(_ context.Context, name string, req ssf.Request) error {
+// caller's context (an asynchronous start outlives its caller), or is sent to the SSF's queue
+// if it has one (UseQueue).
+func (h *Host) Spawn(ctx context.Context, name string, req ssf.Request) error {
 	rt, err := h.lookup(name)
 	if err != nil {
 		return err
+	}
+	if q := h.queueFor(name); q != nil {
+		return enqueue(ctx, q, req)
 	}
 	if h.Sequential {
 		h.mu.Lock()
