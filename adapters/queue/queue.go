@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ssfkit/ssfkit/internal/driverurl"
 )
 
 // Message is one delivery of a message. It is leased to its receiver, hidden from other
@@ -76,7 +78,7 @@ var (
 	// ErrTooLarge: the message exceeds the backend's size limit. Nothing was sent.
 	ErrTooLarge = errors.New("message exceeds the queue's size limit")
 	// ErrInvalid: an argument, URL or setting the queue cannot accept.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = driverurl.ErrInvalid
 	// ErrNotFound: the queue does not exist, or the message is no longer leased under this
 	// handle (acknowledged already, or its lease expired).
 	ErrNotFound = errors.New("not found")

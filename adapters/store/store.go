@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/ssfkit/ssfkit/internal/driverurl"
 )
 
 // Key identifies one row: rows sharing a Partition can be scanned together, ordered by Sort.
@@ -144,7 +146,7 @@ var (
 	// ErrTooLarge: the row would exceed the backend's size limit. Nothing was written.
 	ErrTooLarge = errors.New("row exceeds the store's size limit")
 	// ErrInvalid: a key, attribute or condition the store cannot represent.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = driverurl.ErrInvalid
 	// ErrUnavailable: the backend could not be reached; the operation may or may not have applied.
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrClosed: the table was used after Close.

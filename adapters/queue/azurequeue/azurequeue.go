@@ -95,7 +95,7 @@ func open(ctx context.Context, u *queue.URL) (queue.Driver, error) {
 	if len(u.Host) < 3 || len(u.Host) > 63 || !queueName.MatchString(u.Host) {
 		return nil, fmt.Errorf("%w: queue name %q must be 3 to 63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit", queue.ErrInvalid, u.Host)
 	}
-	limit, err := u.MaxMessageBytes(MaxMessageBytes, MaxMessageBytes)
+	limit, err := queue.MaxMessageBytes(u, MaxMessageBytes, MaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func open(_ context.Context, u *queue.URL) (queue.Driver, error) {
 	if u.Path != "" && u.Path != "/" {
 		return nil, fmt.Errorf("%w: mem URL takes a name, not a path: want mem://NAME, got path %q", queue.ErrInvalid, u.Path)
 	}
-	limit, err := u.MaxMessageBytes(DefaultMaxMessageBytes, maxMessageBytes)
+	limit, err := queue.MaxMessageBytes(u, DefaultMaxMessageBytes, maxMessageBytes)
 	if err != nil {
 		return nil, err
 	}

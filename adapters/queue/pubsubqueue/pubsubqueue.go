@@ -99,7 +99,7 @@ func open(ctx context.Context, u *queue.URL) (queue.Driver, error) {
 		}
 		sub = "projects/" + project + "/subscriptions/" + sub
 	}
-	limit, err := u.MaxMessageBytes(MaxMessageBytes, MaxMessageBytes)
+	limit, err := queue.MaxMessageBytes(u, MaxMessageBytes, MaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func open(ctx context.Context, u *queue.URL) (queue.Driver, error) {
 	if err := u.CheckParams("region", "endpoint", "create", "max_message_bytes"); err != nil {
 		return nil, err
 	}
-	limit, err := u.MaxMessageBytes(MaxMessageBytes, MaxMessageBytes)
+	limit, err := queue.MaxMessageBytes(u, MaxMessageBytes, MaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func TestOpenErrors(t *testing.T) {
 		{"sqlite://./rel.db", "relative paths are not supported; write an absolute path as sqlite:///absolute/path/to/file.db", store.ErrInvalid},
 		{"sqlite://host/x.db", `sqlite URL has host "host"; write the path after three slashes`, store.ErrInvalid},
 		{"sqlite://", "sqlite URL names no file; want sqlite:///absolute/path/to/file.db", store.ErrInvalid},
-		{"sqlite:rel.db", "must be written scheme://", nil},
+		{"sqlite:rel.db", "must be written sqlite://", nil},
 		{"sqlite:///", `database path "/" names a directory`, store.ErrInvalid},
 		{sqliteURL(dir + "/"), "names a directory", store.ErrInvalid},
 		{sqliteURL(dir), "is a directory, not a file", store.ErrInvalid},

@@ -1,0 +1,119 @@
+// Package driverurl parses the URLs that choose a driver (store.Open, queue.Open): scheme,
+// authority, path and query parameters, with the checks every driver needs and errors that
+// name the problem without leaking secrets.
+package driverurl
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalid is the sentinel of every URL error (store.ErrInvalid and queue.ErrInvalid are it).
+var ErrInvalid = errors.New("invalid argument")
+
+// URL is a parsed driver URL such as sqlite:///var/lib/app.db?table=orders or sqs://jobs.
+type URL struct {
+	Scheme string
+	// Host is the authority part without credentials (mem://NAME, dynamodb://TABLE); empty for
+	// sqlite:///path.
+	Host string
+	// Path is the path part, with its leading slash.
+	Path string
+	// User holds credentials written into the URL (user:secret@...), or nil; Redacted hides
+	// the secret.
+	User  *url.Userinfo
+	Query url.Values
+	raw   *url.URL
+}
+
+// Parse parses raw, a URL of a kind of driver ("store", "queue"; examples shows valid ones in
+// errors). It rejects what no driver could use: an empty URL, a missing scheme, an opaque
+// form, a malformed query.
+func Parse(raw, kind, examples string) (*URL, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, fmt.Errorf("%w: %s: empty URL (want e.g. %s)", ErrInvalid, kind, examples)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: malformed URL: %v", ErrInvalid, kind, err)
+	}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("%w: %s: URL %q has no scheme (want e.g. %s)", ErrInvalid, kind, u.Redacted(), examples)
+	}
+	if u.Opaque != "" {
+		return nil, fmt.Errorf("%w: %s: URL %q must be written %s://... (want e.g. %s)", ErrInvalid, kind, u.Redacted(), u.Scheme, examples)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: malformed query in URL %q: %v", ErrInvalid, kind, u.Redacted(), err)
+	}
+	return &URL{Scheme: strings.ToLower(u.Scheme), Host: u.Host, Path: u.Path, User: u.User, Query: q, raw: u}, nil
+}
+
+// Redacted returns the URL with any password replaced, safe for error messages and logs.
+func (u *URL) Redacted() string { return u.raw.Redacted() }
+
+// Param returns the query parameter name, or def when absent.
+func (u *URL) Param(name, def string) string {
+	if v := u.Query.Get(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// BoolParam returns the boolean parameter name (true, false, 1, 0; absent is false).
+func (u *URL) BoolParam(name string) (bool, error) {
+	s := u.Query.Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%w: %s=%q must be true or false", ErrInvalid, name, s)
+	}
+	return b, nil
+}
+
+// IntParam returns the integer parameter name, which must lie in [min, max], or def when
+// absent.
+func (u *URL) IntParam(name string, def, min, max int) (int, error) {
+	s := u.Query.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min || n > max {
+		return 0, fmt.Errorf("%w: %s=%q must be an integer from %d to %d", ErrInvalid, name, s, min, max)
+	}
+	return n, nil
+}
+
+// WithoutParams returns the URL as written, minus the named query parameters: what a driver
+// hands to a native client after taking its own parameters out.
+func (u *URL) WithoutParams(names ...string) string {
+	c := *u.raw
+	q := c.Query()
+	for _, n := range names {
+		q.Del(n)
+	}
+	c.RawQuery = q.Encode()
+	return c.String()
+}
+
+// CheckParams rejects query parameters the driver does not understand, so a typo fails loudly
+// instead of being ignored.
+func (u *URL) CheckParams(known ...string) error {
+	for name := range u.Query {
+		ok := false
+		for _, k := range known {
+			ok = ok || name == k
+		}
+		if !ok {
+			return fmt.Errorf("%w: unknown parameter %q in %s URL (known: %s)", ErrInvalid, name, u.Scheme, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
