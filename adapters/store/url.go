@@ -24,3 +24,12 @@ func ValidIdentifier(s string) bool { return identifier.MatchString(s) }
 // TablePlaceholder marks where tools that make their own tables (ssfkit conformance, ssfkit
 // bench) put each table's name in a store URL, e.g. dynamodb://{table}?create=true.
 const TablePlaceholder = "{table}"
+
+// MinRowBytes is the smallest max_row_bytes a driver accepts: the runtime's own attributes must fit.
+const MinRowBytes = 256
+
+// MaxRowBytes returns u's max_row_bytes parameter (a driver's size limit lowered, e.g. to the
+// smallest among the backends an application runs on), or def when absent.
+func MaxRowBytes(u *URL, def int) (int, error) {
+	return u.IntParam("max_row_bytes", def, MinRowBytes, 1<<30)
+}

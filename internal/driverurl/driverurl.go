@@ -66,10 +66,10 @@ func (u *URL) Param(name, def string) string {
 
 // BoolParam returns the boolean parameter name (true, false, 1, 0; absent is false).
 func (u *URL) BoolParam(name string) (bool, error) {
-	s := u.Query.Get(name)
-	if s == "" {
+	if !u.Query.Has(name) {
 		return false, nil
 	}
+	s := u.Query.Get(name)
 	b, err := strconv.ParseBool(s)
 	if err != nil {
 		return false, fmt.Errorf("%w: %s=%q must be true or false", ErrInvalid, name, s)
@@ -80,10 +80,10 @@ func (u *URL) BoolParam(name string) (bool, error) {
 // IntParam returns the integer parameter name, which must lie in [min, max], or def when
 // absent.
 func (u *URL) IntParam(name string, def, min, max int) (int, error) {
-	s := u.Query.Get(name)
-	if s == "" {
+	if !u.Query.Has(name) {
 		return def, nil
 	}
+	s := u.Query.Get(name)
 	n, err := strconv.Atoi(s)
 	if err != nil || n < min || n > max {
 		return 0, fmt.Errorf("%w: %s=%q must be an integer from %d to %d", ErrInvalid, name, s, min, max)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -44,13 +43,9 @@ func open(_ context.Context, u *store.URL) (store.Driver, error) {
 	if u.Path != "" && u.Path != "/" {
 		return nil, fmt.Errorf("%w: mem URL takes a name, not a path: want mem://NAME, got path %q", store.ErrInvalid, u.Path)
 	}
-	limit := DefaultMaxRowBytes
-	if s := u.Query.Get("max_row_bytes"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 256 {
-			return nil, fmt.Errorf("%w: max_row_bytes=%q must be an integer >= 256", store.ErrInvalid, s)
-		}
-		limit = n
+	limit, err := store.MaxRowBytes(u, DefaultMaxRowBytes)
+	if err != nil {
+		return nil, err
 	}
 	if u.Host == "" {
 		return New(limit), nil

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -93,13 +92,9 @@ func open(ctx context.Context, u *store.URL) (store.Driver, error) {
 	if !store.ValidIdentifier(table) {
 		return nil, fmt.Errorf("%w: table=%q must be letters, digits or underscores", store.ErrInvalid, table)
 	}
-	limit := DefaultMaxRowBytes
-	if s := u.Query.Get("max_row_bytes"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 256 {
-			return nil, fmt.Errorf("%w: max_row_bytes=%q must be an integer >= 256", store.ErrInvalid, s)
-		}
-		limit = n
+	limit, err := store.MaxRowBytes(u, DefaultMaxRowBytes)
+	if err != nil {
+		return nil, err
 	}
 	transactions := u.Param("transactions", "on")
 	if transactions != "on" && transactions != "off" {

@@ -40,8 +40,6 @@ const (
 	DefaultTable = "ssfkit"
 	// DefaultMaxRowBytes matches DynamoDB's 400 KB item limit.
 	DefaultMaxRowBytes = 400 * 1024
-	// minRowBytes keeps a misconfigured limit from rejecting every row.
-	minRowBytes = 256
 	// busyTimeout is how long a writer waits for another process's write transaction.
 	busyTimeout = 10 * time.Second
 )
@@ -86,14 +84,9 @@ func open(ctx context.Context, u *store.URL) (store.Driver, error) {
 	if u.Query.Has("table") {
 		table = u.Query.Get("table")
 	}
-	limit := DefaultMaxRowBytes
-	if u.Query.Has("max_row_bytes") {
-		s := u.Query.Get("max_row_bytes")
-		n, err := strconv.Atoi(s)
-		if err != nil || n < minRowBytes {
-			return nil, fmt.Errorf("%w: max_row_bytes=%q must be an integer >= %d", store.ErrInvalid, s, minRowBytes)
-		}
-		limit = n
+	limit, err := store.MaxRowBytes(u, DefaultMaxRowBytes)
+	if err != nil {
+		return nil, err
 	}
 	return newDriver(ctx, u.Path, table, limit)
 }
@@ -101,8 +94,8 @@ func open(ctx context.Context, u *store.URL) (store.Driver, error) {
 // New opens (creating if needed) table in the SQLite file at the absolute path, rejecting rows
 // whose encoded size exceeds maxRowBytes.
 func New(path, table string, maxRowBytes int) (*Driver, error) {
-	if maxRowBytes < minRowBytes {
-		return nil, fmt.Errorf("%w: sqlite: maxRowBytes %d must be at least %d", store.ErrInvalid, maxRowBytes, minRowBytes)
+	if maxRowBytes < store.MinRowBytes {
+		return nil, fmt.Errorf("%w: sqlite: maxRowBytes %d must be at least %d", store.ErrInvalid, maxRowBytes, store.MinRowBytes)
 	}
 	return newDriver(context.Background(), path, table, maxRowBytes)
 }

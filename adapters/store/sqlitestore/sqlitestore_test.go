@@ -106,9 +106,9 @@ func TestOpenErrors(t *testing.T) {
 		{sqliteURL(file, "table=a-b"), `table name "a-b"`, store.ErrInvalid},
 		{sqliteURL(file, "table="), `table name ""`, store.ErrInvalid},
 		{sqliteURL(file, "tabel=t"), `unknown parameter "tabel" in sqlite URL (known: table, max_row_bytes)`, store.ErrInvalid},
-		{sqliteURL(file, "max_row_bytes=big"), `max_row_bytes="big" must be an integer >= 256`, store.ErrInvalid},
-		{sqliteURL(file, "max_row_bytes=10"), `max_row_bytes="10" must be an integer >= 256`, store.ErrInvalid},
-		{sqliteURL(file, "max_row_bytes="), `max_row_bytes="" must be an integer >= 256`, store.ErrInvalid},
+		{sqliteURL(file, "max_row_bytes=big"), `max_row_bytes="big" must be an integer from 256`, store.ErrInvalid},
+		{sqliteURL(file, "max_row_bytes=10"), `max_row_bytes="10" must be an integer from 256`, store.ErrInvalid},
+		{sqliteURL(file, "max_row_bytes="), `max_row_bytes="" must be an integer from 256`, store.ErrInvalid},
 	}
 	for _, tt := range tests {
 		tbl, err := store.Open(t.Context(), tt.url)
