@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
-	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
-	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )

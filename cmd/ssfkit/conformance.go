@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	"github.com/ssfkit/ssfkit/adapters/queue/queuetest"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/storetest"
 	"github.com/ssfkit/ssfkit/internal/suite"
@@ -22,24 +24,35 @@ import (
 	"github.com/ssfkit/ssfkit/tests/txtest"
 )
 
-// tablePlaceholder marks where `ssfkit conformance` puts each fresh table's name in --store.
-const tablePlaceholder = "{table}"
+// tablePlaceholder and queuePlaceholder mark where `ssfkit conformance` puts each fresh
+// table's and queue's name in -store and -queue.
+const (
+	tablePlaceholder = store.TablePlaceholder
+	queuePlaceholder = "{queue}"
+)
 
-// conformanceSuites are the suites `ssfkit conformance` can run, in the order it runs them.
-var conformanceSuites = []string{"driver", "crash", "linearizability", "transactions"}
+// storeSuites run against -store, queueSuites against -queue, in this order.
+var (
+	storeSuites = []string{"driver", "crash", "linearizability", "transactions"}
+	queueSuites = []string{"queue"}
+)
 
 func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("conformance", "Runs the driver conformance suite and the runtime's crash-injection, linearizability and\n"+
-		"transaction suites against a live backend (an emulator or a real account, with the usual\n"+
-		"credentials), then prints a per-test table and a verdict. Every test gets fresh tables:\n"+
-		"write {table} in the URL where their names go. Tables are dropped afterwards unless\n"+
-		"-keep-tables is given (drivers that cannot drop say so).\n\n"+
+	fs := newFlagSet("conformance", "Runs the store driver conformance suite and the runtime's crash-injection, linearizability\n"+
+		"and transaction suites against a live store, and the queue driver suite against a live\n"+
+		"queue (an emulator or a real account, with the usual credentials), then prints a\n"+
+		"per-test table and a verdict. Every test gets fresh tables and queues: write {table} and\n"+
+		"{queue} in the URLs where their names go. Tables are dropped afterwards unless\n"+
+		"-keep-tables is given (drivers that cannot drop say so); queues are left.\n\n"+
 		"Examples:\n"+
 		"  ssfkit conformance -store 'sqlite:///tmp/conf.db?table={table}'\n"+
 		"  ssfkit conformance -store 'postgres://user@db:5432/app?table={table}'\n"+
-		"  ssfkit conformance -store 'dynamodb://{table}?region=eu-west-1&create=true'", stderr)
-	storeURL := fs.String("store", "", "store URL containing "+tablePlaceholder+" (required)")
-	suites := fs.String("suites", strings.Join(conformanceSuites, ","), "comma-separated suites to run: "+strings.Join(conformanceSuites, ", "))
+		"  ssfkit conformance -store 'dynamodb://{table}?region=eu-west-1&create=true' \\\n"+
+		"                     -queue 'sqs://{queue}?region=eu-west-1&create=true'", stderr)
+	storeURL := fs.String("store", "", "store URL containing "+tablePlaceholder)
+	queueURL := fs.String("queue", "", "queue URL containing "+queuePlaceholder)
+	all := append(slices.Clone(storeSuites), queueSuites...)
+	suites := fs.String("suites", "", "comma-separated suites to run (default: every suite of the URLs given): "+strings.Join(all, ", "))
 	stride := fs.Int("stride", 8, "crash suites: crash at every Nth injection point (1 = all of them; slower)")
 	schedules := fs.Int("schedules", 4, "crash suite: randomised multi-crash schedules")
 	duration := fs.Duration("duration", 5*time.Second, "linearizability: how long the clients keep starting instances (at least 4 lifetimes, so the GC reclaims rows)")
@@ -49,13 +62,16 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *storeURL == "" {
-		return &cliUsageError{err: errors.New("conformance: -store is required (see ssfkit help conformance)")}
+	if *storeURL == "" && *queueURL == "" {
+		return &cliUsageError{err: errors.New("conformance: give -store, -queue or both (see ssfkit help conformance)")}
 	}
-	if !strings.Contains(*storeURL, tablePlaceholder) {
-		return &cliUsageError{err: fmt.Errorf("conformance: -store %q has no %s: write it where each test's fresh table name goes, e.g. sqlite:///tmp/conf.db?table=%s", redactStoreURL(*storeURL), tablePlaceholder, tablePlaceholder)}
+	if *storeURL != "" && !strings.Contains(*storeURL, tablePlaceholder) {
+		return &cliUsageError{err: fmt.Errorf("conformance: -store %q has no %s: write it where each test's fresh table name goes, e.g. sqlite:///tmp/conf.db?table=%s", redactURL(*storeURL, tablePlaceholder), tablePlaceholder, tablePlaceholder)}
 	}
-	selected, err := selectSuites(*suites)
+	if *queueURL != "" && !strings.Contains(*queueURL, queuePlaceholder) {
+		return &cliUsageError{err: fmt.Errorf("conformance: -queue %q has no %s: write it where each test's fresh queue name goes, e.g. sqs://%s?region=eu-west-1&create=true", redactURL(*queueURL, queuePlaceholder), queuePlaceholder, queuePlaceholder)}
+	}
+	selected, err := selectSuites(*suites, *storeURL != "", *queueURL != "")
 	if err != nil {
 		return &cliUsageError{err: err}
 	}
@@ -63,11 +79,26 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 		return &cliUsageError{err: errors.New("conformance: -stride must be >= 1, -schedules >= 0, -lifetime positive and -duration at least 4 × -lifetime")}
 	}
 
-	tables, err := newTableMaker(ctx, *storeURL, *keep)
-	if err != nil {
+	var names *nameMaker
+	if names, err = newNameMaker(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "conformance: %s on %s (tables %s*)\n", strings.Join(selected, ", "), tables.redacted, tables.prefix)
+	var tables *tableMaker
+	var queues *queueMaker
+	var where []string
+	if *storeURL != "" {
+		if tables, err = newTableMaker(ctx, *storeURL, names, *keep); err != nil {
+			return err
+		}
+		where = append(where, tables.redacted)
+	}
+	if *queueURL != "" {
+		if queues, err = newQueueMaker(ctx, *queueURL, names); err != nil {
+			return err
+		}
+		where = append(where, queues.redacted)
+	}
+	fmt.Fprintf(stderr, "conformance: %s on %s (tables and queues named %s*)\n", strings.Join(selected, ", "), strings.Join(where, " and "), names.prefix)
 	var results []suite.Result
 	var mu sync.Mutex
 	report := func(r suite.Result) {
@@ -97,6 +128,8 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 		case "transactions":
 			run = func(t suite.T) { txtest.Run(t, tables.table, *stride) }
+		case "queue":
+			run = func(t suite.T) { queuetest.Suite(t, queues.queue) }
 		}
 		suite.RunStandalone(ctx, name, run, report)
 		if ctx.Err() != nil {
@@ -104,28 +137,53 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	failed := printConformance(stdout, results, *verbose)
-	if n := tables.undropped.Load(); n > 0 && !*keep {
-		fmt.Fprintf(stdout, "\nnote: %d tables named %s* were left behind: this driver cannot drop tables\n", n, tables.prefix)
+	if tables != nil && !*keep {
+		if n := tables.undropped.Load(); n > 0 {
+			fmt.Fprintf(stdout, "\nnote: %d tables named %s* were left behind: this driver cannot drop tables\n", n, names.prefix)
+		}
 	}
-	total := len(results)
+	if queues != nil {
+		fmt.Fprintf(stdout, "\nnote: %d queues named %s* were left behind: delete them with your cloud's console or CLI\n", queues.n.Load(), names.prefix)
+	}
+	total, on := len(results), strings.Join(where, " and ")
 	if failed > 0 {
-		return fmt.Errorf("FAIL: %d of %d tests failed on %s (%v)", failed, total, tables.redacted, time.Since(start).Round(time.Second))
+		return fmt.Errorf("FAIL: %d of %d tests failed on %s (%v)", failed, total, on, time.Since(start).Round(time.Second))
 	}
-	fmt.Fprintf(stdout, "\nPASS: all %d tests passed on %s (%v)\n", total, tables.redacted, time.Since(start).Round(time.Second))
+	fmt.Fprintf(stdout, "\nPASS: all %d tests passed on %s (%v)\n", total, on, time.Since(start).Round(time.Second))
 	return nil
 }
 
-func selectSuites(list string) ([]string, error) {
-	var out []string
+// selectSuites returns the suites named in list (all of those the given URLs can run when
+// list is empty), in run order.
+func selectSuites(list string, haveStore, haveQueue bool) ([]string, error) {
+	var avail []string
+	if haveStore {
+		avail = append(avail, storeSuites...)
+	}
+	if haveQueue {
+		avail = append(avail, queueSuites...)
+	}
+	if list == "" {
+		return avail, nil
+	}
+	want := map[string]bool{}
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
+		switch {
+		case s == "":
+		case slices.Contains(avail, s):
+			want[s] = true
+		case slices.Contains(storeSuites, s):
+			return nil, fmt.Errorf("conformance: suite %q needs -store", s)
+		case slices.Contains(queueSuites, s):
+			return nil, fmt.Errorf("conformance: suite %q needs -queue", s)
+		default:
+			return nil, fmt.Errorf("conformance: unknown suite %q (known: %s)", s, strings.Join(append(slices.Clone(storeSuites), queueSuites...), ", "))
 		}
-		if !slices.Contains(conformanceSuites, s) {
-			return nil, fmt.Errorf("conformance: unknown suite %q (known: %s)", s, strings.Join(conformanceSuites, ", "))
-		}
-		if !slices.Contains(out, s) {
+	}
+	var out []string
+	for _, s := range avail {
+		if want[s] {
 			out = append(out, s)
 		}
 	}
@@ -163,24 +221,36 @@ func indent(s string) string {
 	return "    " + strings.Join(lines, "\n    ") + "\n"
 }
 
-// tableMaker opens fresh tables for the suites by putting a new name where the URL has
-// {table}. Names are letters and digits only, which every backend accepts as a table name.
-type tableMaker struct {
-	ctx       context.Context
-	url       string
-	redacted  string
-	prefix    string
-	keep      bool
-	n         atomic.Int64
-	undropped atomic.Int64
+// nameMaker names the tables and queues of one run: "ssfk", a random run id, a number. Letters
+// and digits only, lower case, which every backend accepts as a table or queue name.
+type nameMaker struct {
+	prefix string
+	n      atomic.Int64
 }
 
-func newTableMaker(ctx context.Context, url string, keep bool) (*tableMaker, error) {
+func newNameMaker() (*nameMaker, error) {
 	id, err := rand.Int(rand.Reader, big.NewInt(36*36*36*36*36))
 	if err != nil {
 		return nil, err
 	}
-	m := &tableMaker{ctx: ctx, url: url, redacted: redactStoreURL(url), prefix: "ssfk" + strings.ToLower(fmt.Sprintf("%05s", id.Text(36))) + "t", keep: keep}
+	return &nameMaker{prefix: "ssfk" + fmt.Sprintf("%05s", id.Text(36)) + "n"}, nil
+}
+
+func (m *nameMaker) next() string { return fmt.Sprintf("%s%d", m.prefix, m.n.Add(1)) }
+
+// tableMaker opens fresh tables for the suites by putting a new name where the URL has
+// {table}.
+type tableMaker struct {
+	ctx       context.Context
+	url       string
+	redacted  string
+	names     *nameMaker
+	keep      bool
+	undropped atomic.Int64
+}
+
+func newTableMaker(ctx context.Context, url string, names *nameMaker, keep bool) (*tableMaker, error) {
+	m := &tableMaker{ctx: ctx, url: url, redacted: redactURL(url, tablePlaceholder), names: names, keep: keep}
 	// Open one table up front, so a bad URL, missing credentials or an unreachable backend is
 	// one clear error rather than a failure in every test.
 	probe, url, err := m.open()
@@ -196,7 +266,7 @@ func newTableMaker(ctx context.Context, url string, keep bool) (*tableMaker, err
 
 // open opens a fresh table and returns it with its URL.
 func (m *tableMaker) open() (*store.Table, string, error) {
-	url := strings.ReplaceAll(m.url, tablePlaceholder, fmt.Sprintf("%s%d", m.prefix, m.n.Add(1)))
+	url := strings.ReplaceAll(m.url, tablePlaceholder, m.names.next())
 	tbl, err := store.Open(m.ctx, url)
 	return tbl, url, err
 }
@@ -248,11 +318,46 @@ func (m *tableMaker) fresh(t suite.T, closeAtEnd bool) *store.Table {
 	return tbl
 }
 
-// redactStoreURL hides a password in a URL for printing, keeping the placeholder readable.
-func redactStoreURL(raw string) string {
-	u, err := store.ParseURL(strings.ReplaceAll(raw, tablePlaceholder, "TABLE"))
+// queueMaker opens fresh queues for the queue suite by putting a new name where the URL has
+// {queue}.
+type queueMaker struct {
+	ctx      context.Context
+	url      string
+	redacted string
+	names    *nameMaker
+	n        atomic.Int64
+}
+
+func newQueueMaker(ctx context.Context, url string, names *nameMaker) (*queueMaker, error) {
+	m := &queueMaker{ctx: ctx, url: url, redacted: redactURL(url, queuePlaceholder), names: names}
+	probe, err := m.open()
+	if err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	probe.Close()
+	return m, nil
+}
+
+func (m *queueMaker) open() (*queue.Queue, error) {
+	m.n.Add(1)
+	return queue.Open(m.ctx, strings.ReplaceAll(m.url, queuePlaceholder, m.names.next()))
+}
+
+// queue is the queue suite's harness: a fresh queue, closed when the test ends.
+func (m *queueMaker) queue(t suite.T) *queue.Queue {
+	q, err := m.open()
+	if err != nil {
+		t.Fatalf("open a fresh queue: %v", err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+// redactURL hides a password in a URL for printing, keeping the placeholder readable.
+func redactURL(raw, placeholder string) string {
+	u, err := store.ParseURL(strings.ReplaceAll(raw, placeholder, "PLACEHOLDER"))
 	if err != nil {
 		return "(unparseable URL)"
 	}
-	return strings.ReplaceAll(u.Redacted(), "TABLE", tablePlaceholder)
+	return strings.ReplaceAll(u.Redacted(), "PLACEHOLDER", placeholder)
 }

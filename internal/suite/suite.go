@@ -43,6 +43,14 @@ func Run(t T, name string, f func(T)) bool {
 	}
 }
 
+// Parallel marks t as runnable in parallel with its siblings under go test; a Standalone runs
+// its tests one at a time, so there it does nothing.
+func Parallel(t T) {
+	if t, ok := t.(*testing.T); ok {
+		t.Parallel()
+	}
+}
+
 // Result is the outcome of one test or subtest run by a Standalone.
 type Result struct {
 	Name     string // slash-separated, like go test's

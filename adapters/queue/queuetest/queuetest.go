@@ -22,15 +22,22 @@ import (
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
+	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
 // RunConformanceTests runs the suite. newQueue must return a fresh, empty queue on each call;
 // the suite closes it. Subtests run in parallel, each on its own queue, because several wait
 // for leases to run out.
 func RunConformanceTests(t *testing.T, newQueue func(t *testing.T) *queue.Queue) {
+	Suite(t, func(t suite.T) *queue.Queue { return newQueue(t.(*testing.T)) })
+}
+
+// Suite runs the conformance tests as subtests of t, under go test or from `ssfkit
+// conformance -queue` against a live backend.
+func Suite(t suite.T, newQueue func(t suite.T) *queue.Queue) {
 	for _, tc := range []struct {
 		name string
-		fn   func(*testing.T, *queue.Queue)
+		fn   func(suite.T, *queue.Queue)
 	}{
 		{"RoundTrip", testRoundTrip},
 		{"BinaryBody", testBinaryBody},
@@ -44,8 +51,8 @@ func RunConformanceTests(t *testing.T, newQueue func(t *testing.T) *queue.Queue)
 		{"EmptyReceiveReturns", testEmptyReceive},
 		{"Close", testClose},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+		suite.Run(t, tc.name, func(t suite.T) {
+			suite.Parallel(t)
 			q := newQueue(t)
 			t.Cleanup(func() {
 				if err := q.Close(); err != nil {
@@ -65,7 +72,7 @@ const longLease = 10 * time.Minute
 // a timing assertion (each poll waits a second).
 const maxEmptyPolls = 60
 
-func send(t *testing.T, q *queue.Queue, body string) string {
+func send(t suite.T, q *queue.Queue, body string) string {
 	t.Helper()
 	id, err := q.Send(t.Context(), []byte(body))
 	if err != nil {
@@ -78,7 +85,7 @@ func send(t *testing.T, q *queue.Queue, body string) string {
 }
 
 // receiveN receives until it holds n messages, leased for lease, failing on more than n.
-func receiveN(t *testing.T, q *queue.Queue, n int, lease time.Duration) []*queue.Message {
+func receiveN(t suite.T, q *queue.Queue, n int, lease time.Duration) []*queue.Message {
 	t.Helper()
 	var out []*queue.Message
 	for empty := 0; len(out) < n; {
@@ -104,13 +111,13 @@ func receiveN(t *testing.T, q *queue.Queue, n int, lease time.Duration) []*queue
 	return out
 }
 
-func receiveOne(t *testing.T, q *queue.Queue, lease time.Duration) *queue.Message {
+func receiveOne(t suite.T, q *queue.Queue, lease time.Duration) *queue.Message {
 	t.Helper()
 	return receiveN(t, q, 1, lease)[0]
 }
 
 // expectNothing receives for at least d and fails if any message arrives.
-func expectNothing(t *testing.T, q *queue.Queue, d time.Duration, why string) {
+func expectNothing(t suite.T, q *queue.Queue, d time.Duration, why string) {
 	t.Helper()
 	for start := time.Now(); time.Since(start) < d; {
 		ms, err := q.Receive(t.Context(), queue.ReceiveOptions{Max: 10, Wait: time.Second, Lease: longLease})
@@ -123,14 +130,14 @@ func expectNothing(t *testing.T, q *queue.Queue, d time.Duration, why string) {
 	}
 }
 
-func check(t *testing.T, m *queue.Message, id, body string, attempts int) {
+func check(t suite.T, m *queue.Message, id, body string, attempts int) {
 	t.Helper()
 	if m.ID != id || string(m.Body) != body || m.Attempts != attempts {
 		t.Fatalf("got message %s (attempt %d, body %.40q), want %s (attempt %d, body %.40q)", m.ID, m.Attempts, m.Body, id, attempts, body)
 	}
 }
 
-func ack(t *testing.T, q *queue.Queue, ms ...*queue.Message) {
+func ack(t suite.T, q *queue.Queue, ms ...*queue.Message) {
 	t.Helper()
 	for _, m := range ms {
 		if err := q.Ack(t.Context(), m); err != nil {
@@ -139,7 +146,7 @@ func ack(t *testing.T, q *queue.Queue, ms ...*queue.Message) {
 	}
 }
 
-func testRoundTrip(t *testing.T, q *queue.Queue) {
+func testRoundTrip(t suite.T, q *queue.Queue) {
 	body := []byte(`{"kind":"invoke","instance_id":"a<b>&c","note":"é ✓ 😀"}`)
 	id, err := q.Send(t.Context(), body)
 	if err != nil {
@@ -152,7 +159,7 @@ func testRoundTrip(t *testing.T, q *queue.Queue) {
 	ack(t, q, m)
 }
 
-func testBinaryBody(t *testing.T, q *queue.Queue) {
+func testBinaryBody(t suite.T, q *queue.Queue) {
 	var b []byte
 	for i := range 256 {
 		b = append(b, byte(i))
@@ -164,7 +171,7 @@ func testBinaryBody(t *testing.T, q *queue.Queue) {
 	ack(t, q, m)
 }
 
-func testAckRemoves(t *testing.T, q *queue.Queue) {
+func testAckRemoves(t suite.T, q *queue.Queue) {
 	const lease = 2 * time.Second
 	a := send(t, q, "a")
 	ack(t, q, receiveOne(t, q, lease))
@@ -181,7 +188,7 @@ func testAckRemoves(t *testing.T, q *queue.Queue) {
 	expectNothing(t, q, 2*lease, fmt.Sprintf("messages %s and %s were acknowledged", a, b))
 }
 
-func testRetryRedelivers(t *testing.T, q *queue.Queue) {
+func testRetryRedelivers(t suite.T, q *queue.Queue) {
 	id := send(t, q, "again")
 	for attempt := 1; attempt <= 3; attempt++ {
 		m := receiveOne(t, q, longLease)
@@ -196,7 +203,7 @@ func testRetryRedelivers(t *testing.T, q *queue.Queue) {
 	}
 }
 
-func testLeaseExpiry(t *testing.T, q *queue.Queue) {
+func testLeaseExpiry(t suite.T, q *queue.Queue) {
 	id := send(t, q, "crash")
 	m := receiveOne(t, q, time.Second)
 	check(t, m, id, "crash", 1)
@@ -206,7 +213,7 @@ func testLeaseExpiry(t *testing.T, q *queue.Queue) {
 	ack(t, q, m)
 }
 
-func testLeaseHides(t *testing.T, q *queue.Queue) {
+func testLeaseHides(t suite.T, q *queue.Queue) {
 	id := send(t, q, "mine")
 	m := receiveOne(t, q, longLease)
 	check(t, m, id, "mine", 1)
@@ -217,7 +224,7 @@ func testLeaseHides(t *testing.T, q *queue.Queue) {
 	expectNothing(t, q, time.Second, "the only message was retried with a long delay")
 }
 
-func testExtend(t *testing.T, q *queue.Queue) {
+func testExtend(t suite.T, q *queue.Queue) {
 	const lease = 3 * time.Second // time enough to extend it on a loaded machine
 	id := send(t, q, "slow")
 	m := receiveOne(t, q, lease)
@@ -229,7 +236,7 @@ func testExtend(t *testing.T, q *queue.Queue) {
 	ack(t, q, m) // the handle is still valid after an extension
 }
 
-func testConcurrentReceivers(t *testing.T, q *queue.Queue) {
+func testConcurrentReceivers(t suite.T, q *queue.Queue) {
 	const n, receivers = 20, 4
 	var wg sync.WaitGroup
 	sent := make([]string, n)
@@ -293,7 +300,7 @@ func testConcurrentReceivers(t *testing.T, q *queue.Queue) {
 	}
 }
 
-func testSizeLimit(t *testing.T, q *queue.Queue) {
+func testSizeLimit(t suite.T, q *queue.Queue) {
 	limit := q.Limits().MaxMessageBytes
 	big := bytes.Repeat([]byte("x"), limit)
 	id, err := q.Send(t.Context(), big)
@@ -314,7 +321,7 @@ func testSizeLimit(t *testing.T, q *queue.Queue) {
 	expectNothing(t, q, time.Second, "the rejected messages must not have been sent")
 }
 
-func testEmptyReceive(t *testing.T, q *queue.Queue) {
+func testEmptyReceive(t suite.T, q *queue.Queue) {
 	// The deadline only detects a Receive that ignores its wait and blocks until ctx ends.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -329,7 +336,7 @@ func testEmptyReceive(t *testing.T, q *queue.Queue) {
 	}
 }
 
-func testClose(t *testing.T, q *queue.Queue) {
+func testClose(t suite.T, q *queue.Queue) {
 	send(t, q, "left behind")
 	if err := q.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

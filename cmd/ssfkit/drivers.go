@@ -1,0 +1,12 @@
+package main
+
+// Every driver is linked in, so any URL works with every command (dev, bench, conformance).
+import (
+	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/pubsubqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
+	_ "github.com/ssfkit/ssfkit/adapters/store/pgstore"
+	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
+)
