@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,19 @@ func localBackends(tmpDir string) []bench.Backend {
 		{Name: "postgres-portable", URL: func() (string, error) {
 			base, err := pgtest.DurableBaseURL()
 			return base + "?transactions=off&table=" + store.TablePlaceholder, err
+		}},
+		{Name: "azure-tables", URL: func() (string, error) {
+			addr, err := testservers.Azurite.Get()
+			if err != nil {
+				return "", err
+			}
+			table := strings.Fields(addr)[0]
+			return "aztables://" + url.UserPassword(testservers.AzuriteAccount, testservers.AzuriteKey).String() + "@" +
+				store.TablePlaceholder + "?create=true&endpoint=" + url.QueryEscape(table), nil
+		}},
+		{Name: "firestore", URL: func() (string, error) {
+			addr, err := testservers.Firestore.Get()
+			return "firestore://ssfkit-bench/" + store.TablePlaceholder + "?emulator=" + addr, err
 		}},
 	}
 }
