@@ -7,6 +7,8 @@ import (
 	_ "github.com/ssfkit/ssfkit/adapters/queue/pubsubqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/aztablestore"
+	_ "github.com/ssfkit/ssfkit/adapters/store/bigtablestore"
+	_ "github.com/ssfkit/ssfkit/adapters/store/dynamostore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/firestorestore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/pgstore"
