@@ -17,8 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -228,45 +226,21 @@ func (q *Queue) Close() error {
 // Opener opens a driver from a parsed URL.
 type Opener func(ctx context.Context, u *URL) (Driver, error)
 
-var openers = map[string]Opener{}
+var registry = driverurl.NewRegistry[Driver]("queue", "mem://jobs or sqs://QUEUE?region=REGION",
+	"github.com/ssfkit/ssfkit/adapters/queue/memqueue")
 
 // Register makes a driver available under a URL scheme. It panics on a duplicate, like
 // database/sql.Register, because two drivers claiming one scheme is a programming error.
-func Register(scheme string, open Opener) {
-	if _, dup := openers[scheme]; dup {
-		panic("queue: Register called twice for scheme " + scheme)
-	}
-	openers[scheme] = open
-}
+func Register(scheme string, open Opener) { registry.Register(scheme, open) }
 
 // Schemes lists the registered URL schemes.
-func Schemes() []string {
-	out := make([]string, 0, len(openers))
-	for s := range openers {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
+func Schemes() []string { return registry.Schemes() }
 
 // Open opens the queue named by rawURL with the driver registered for its scheme.
 func Open(ctx context.Context, rawURL string) (*Queue, error) {
-	u, err := ParseURL(rawURL)
+	d, u, err := registry.Open(ctx, rawURL)
 	if err != nil {
 		return nil, err
-	}
-	open, ok := openers[u.Scheme]
-	if !ok {
-		known := Schemes()
-		hint := "no drivers are linked in; import one, e.g. _ \"github.com/ssfkit/ssfkit/adapters/queue/memqueue\""
-		if len(known) > 0 {
-			hint = "known schemes: " + strings.Join(known, ", ")
-		}
-		return nil, fmt.Errorf("queue: unknown URL scheme %q in %q (%s)", u.Scheme, u.Redacted(), hint)
-	}
-	d, err := open(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("queue: open %s: %w", u.Redacted(), err)
 	}
 	return New(d, u.Redacted()), nil
 }

@@ -7,9 +7,7 @@ type URL = driverurl.URL
 
 // ParseURL parses a queue URL. It rejects what no driver could use: a missing scheme, spaces,
 // or a malformed query, with an error that names the problem.
-func ParseURL(raw string) (*URL, error) {
-	return driverurl.Parse(raw, "queue", "mem://jobs or sqs://QUEUE?region=REGION")
-}
+func ParseURL(raw string) (*URL, error) { return registry.Parse(raw) }
 
 // MaxMessageBytes returns u's max_message_bytes parameter, or def when absent. It may lower a
 // backend's native limit, max (e.g. to the smallest limit among the clouds an application runs

@@ -15,8 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/ssfkit/ssfkit/internal/driverurl"
 )
@@ -156,45 +154,21 @@ var (
 // Opener opens a driver from a parsed URL.
 type Opener func(ctx context.Context, u *URL) (Driver, error)
 
-var openers = map[string]Opener{}
+var registry = driverurl.NewRegistry[Driver]("store", "sqlite:///path/to/file.db or mem://name",
+	"github.com/ssfkit/ssfkit/adapters/store/sqlitestore")
 
 // Register makes a driver available under a URL scheme. It panics on a duplicate, like
 // database/sql.Register, because two drivers claiming one scheme is a programming error.
-func Register(scheme string, open Opener) {
-	if _, dup := openers[scheme]; dup {
-		panic("store: Register called twice for scheme " + scheme)
-	}
-	openers[scheme] = open
-}
+func Register(scheme string, open Opener) { registry.Register(scheme, open) }
 
 // Schemes lists the registered URL schemes.
-func Schemes() []string {
-	out := make([]string, 0, len(openers))
-	for s := range openers {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
+func Schemes() []string { return registry.Schemes() }
 
 // Open opens the table named by rawURL with the driver registered for its scheme.
 func Open(ctx context.Context, rawURL string) (*Table, error) {
-	u, err := ParseURL(rawURL)
+	d, u, err := registry.Open(ctx, rawURL)
 	if err != nil {
 		return nil, err
-	}
-	open, ok := openers[u.Scheme]
-	if !ok {
-		known := Schemes()
-		hint := "no drivers are linked in; import one, e.g. _ \"github.com/ssfkit/ssfkit/adapters/store/sqlitestore\""
-		if len(known) > 0 {
-			hint = "known schemes: " + strings.Join(known, ", ")
-		}
-		return nil, fmt.Errorf("store: unknown URL scheme %q in %q (%s)", u.Scheme, u.Redacted(), hint)
-	}
-	d, err := open(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
 	}
 	return NewTable(d, u.Redacted()), nil
 }

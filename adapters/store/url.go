@@ -11,9 +11,7 @@ type URL = driverurl.URL
 
 // ParseURL parses a store URL. It rejects what no driver could use: a missing scheme, spaces,
 // or a malformed query, with an error that names the problem.
-func ParseURL(raw string) (*URL, error) {
-	return driverurl.Parse(raw, "store", "sqlite:///path/to/file.db or mem://name")
-}
+func ParseURL(raw string) (*URL, error) { return registry.Parse(raw) }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 

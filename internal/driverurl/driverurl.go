@@ -4,9 +4,11 @@
 package driverurl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -116,4 +118,61 @@ func (u *URL) CheckParams(known ...string) error {
 		}
 	}
 	return nil
+}
+
+// Registry maps URL schemes to the openers of one kind of driver (D: store.Driver,
+// queue.Driver): what store.Register/Open and queue.Register/Open are made of.
+type Registry[D any] struct {
+	kind, examples, importHint string
+	openers                    map[string]func(context.Context, *URL) (D, error)
+}
+
+// NewRegistry returns an empty registry for drivers of kind; examples are valid URLs for
+// errors, importHint a driver package to suggest when none is linked in.
+func NewRegistry[D any](kind, examples, importHint string) *Registry[D] {
+	return &Registry[D]{kind: kind, examples: examples, importHint: importHint, openers: map[string]func(context.Context, *URL) (D, error){}}
+}
+
+// Register makes a driver available under a URL scheme. It panics on a duplicate, like
+// database/sql.Register, because two drivers claiming one scheme is a programming error.
+func (r *Registry[D]) Register(scheme string, open func(context.Context, *URL) (D, error)) {
+	if _, dup := r.openers[scheme]; dup {
+		panic(r.kind + ": Register called twice for scheme " + scheme)
+	}
+	r.openers[scheme] = open
+}
+
+// Schemes lists the registered URL schemes.
+func (r *Registry[D]) Schemes() []string {
+	out := make([]string, 0, len(r.openers))
+	for s := range r.openers {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Parse parses a URL of this registry's kind.
+func (r *Registry[D]) Parse(raw string) (*URL, error) { return Parse(raw, r.kind, r.examples) }
+
+// Open parses rawURL and opens it with the driver registered for its scheme.
+func (r *Registry[D]) Open(ctx context.Context, rawURL string) (D, *URL, error) {
+	var zero D
+	u, err := r.Parse(rawURL)
+	if err != nil {
+		return zero, nil, err
+	}
+	open, ok := r.openers[u.Scheme]
+	if !ok {
+		hint := "no drivers are linked in; import one, e.g. _ \"" + r.importHint + "\""
+		if known := r.Schemes(); len(known) > 0 {
+			hint = "known schemes: " + strings.Join(known, ", ")
+		}
+		return zero, nil, fmt.Errorf("%s: unknown URL scheme %q in %q (%s)", r.kind, u.Scheme, u.Redacted(), hint)
+	}
+	d, err := open(ctx, u)
+	if err != nil {
+		return zero, nil, fmt.Errorf("%s: open %s: %w", r.kind, u.Redacted(), err)
+	}
+	return d, u, nil
 }
