@@ -80,7 +80,9 @@ func (h *Host) ServeQueues(ctx context.Context, o queue.ServeOptions) error {
 
 // queueHandler runs a queued request. A body that is not a request, or a request the runtime
 // refuses, is poison; an abandoned execution is retried (its intent stays pending, so the
-// intent collector would also run it again).
+// intent collector would also run it again), except one that stopped because a concurrent
+// execution of the same instance (a duplicate delivery) got ahead of it: that one is running
+// the instance, so the message is done.
 func queueHandler(rt *ssf.Runtime) queue.Handler {
 	return func(ctx context.Context, m *queue.Message) error {
 		var req ssf.Request
@@ -88,8 +90,11 @@ func queueHandler(rt *ssf.Runtime) queue.Handler {
 			return queue.Poison(fmt.Errorf("SSF %s: the message is not a JSON request: %v", rt.Name(), err))
 		}
 		_, err := rt.Handle(ctx, req)
-		if errors.Is(err, ssf.ErrBadInput) {
+		switch {
+		case errors.Is(err, ssf.ErrBadInput):
 			return queue.Poison(err)
+		case errors.Is(err, ssf.ErrDiverged):
+			return nil
 		}
 		return err
 	}
