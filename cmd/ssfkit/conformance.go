@@ -56,7 +56,7 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 	stride := fs.Int("stride", 8, "crash suites: crash at every Nth injection point (1 = all of them; slower)")
 	schedules := fs.Int("schedules", 4, "crash suite: randomised multi-crash schedules")
 	duration := fs.Duration("duration", 5*time.Second, "linearizability: how long the clients keep starting instances (at least 4 lifetimes, so the GC reclaims rows)")
-	lifetime := fs.Duration("lifetime", 500*time.Millisecond, "linearizability: the execution lifetime bound (raise it for high-latency backends)")
+	lifetime := fs.Duration("lifetime", 500*time.Millisecond, "linearizability: the execution lifetime bound; transactions: how long an unfinished transfer waits before the intent collector relaunches it (raise it for high-latency backends)")
 	keep := fs.Bool("keep-tables", false, "leave the tables the tests created")
 	verbose := fs.Bool("v", false, "print the log of every test, not only of failed ones")
 	if err := parseFlags(fs, args); err != nil {
@@ -127,7 +127,9 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 					MaxDelay: 300 * time.Microsecond, Crash: 0.01, Lifetime: *lifetime})
 			}
 		case "transactions":
-			run = func(t suite.T) { txtest.Run(t, tables.table, *stride) }
+			run = func(t suite.T) {
+				txtest.Run(t, tables.table, txtest.Options{Stride: *stride, RelaunchDelay: *lifetime})
+			}
 		case "queue":
 			run = func(t suite.T) { queuetest.Suite(t, queues.queue) }
 		}

@@ -6,8 +6,20 @@ import (
 	"net/http"
 	"time"
 
+	"cloud.google.com/go/bigtable/bttest"
+
 	"github.com/ssfkit/ssfkit/internal/suite"
 )
+
+// Bigtable is the Bigtable emulator from the client library, in-process; Addr returns its
+// HOST:PORT.
+var Bigtable = &Server{Name: "bttest (in-process Bigtable emulator)", Start: func() (string, func(), error) {
+	srv, err := bttest.NewServer("127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	return srv.Addr, srv.Close, nil
+}}
 
 // Moto serves the AWS APIs (DynamoDB, SQS, ...) on one port; Addr returns its endpoint URL.
 // Clients need credentials and a region, any values: see MotoEnv.

@@ -3,26 +3,15 @@ package testtables
 import (
 	"fmt"
 
-	"cloud.google.com/go/bigtable/bttest"
-
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/bigtablestore"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testservers"
 )
 
-// bttestServer is the Bigtable emulator, in-process on 127.0.0.1, started once per test binary
-// and stopped by Main.
-var bttestServer = &testservers.Server{Name: "bttest (in-process Bigtable emulator)", Start: func() (string, func(), error) {
-	srv, err := bttest.NewServer("127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	return srv.Addr, srv.Close, nil
-}}
-
-// BigtableEmulator returns the address of the binary's Bigtable emulator.
-func BigtableEmulator(t suite.T) string { return bttestServer.Addr(t) }
+// BigtableEmulator returns the address of the binary's Bigtable emulator, started once per test
+// binary and stopped by Main.
+func BigtableEmulator(t suite.T) string { return testservers.Bigtable.Addr(t) }
 
 // BigtableURL is the URL of the table named table on the emulator, created on open.
 func BigtableURL(t suite.T, table string) string {

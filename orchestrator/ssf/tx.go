@@ -162,13 +162,17 @@ func (e *Env) Lock(table, key string) error {
 		return e.txLock(table, key)
 	}
 	owner := "instance:" + e.id
-	for attempt := 0; ; attempt++ {
+	for {
 		ok, replayed, err := e.lockStep(table, key, owner, e.start)
 		if err != nil || ok {
 			return err
 		}
 		if !replayed {
-			if err := e.wait(attempt); err != nil {
+			holder, err := e.currentLock(table, key)
+			if err != nil {
+				return e.fail(err)
+			}
+			if err := e.awaitRelease(table, key, holder); err != nil {
 				return err
 			}
 		}
@@ -215,14 +219,26 @@ func releaseIf(owner string) daalWrite {
 	return daalWrite{lock: &lockChange{}, when: func(a store.Attrs) bool { return a[attrLockOwner] == owner }}
 }
 
-// wait backs off between lock attempts; sleeping is not an effect, so it is not logged.
-func (e *Env) wait(attempt int) error {
-	d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
-	select {
-	case <-e.ctx.Done():
-		return e.fail(e.ctx.Err())
-	case <-time.After(d):
-		return e.alive()
+// awaitRelease sleeps until the item's lock is free or has changed hands since holder, peeking
+// without logging: however long the wait, it adds no steps to the log, only the next attempt
+// to take the lock does. Neither sleeping nor peeking is an effect.
+func (e *Env) awaitRelease(table, key string, holder lockHolder) error {
+	for attempt := 0; ; attempt++ {
+		select {
+		case <-e.ctx.Done():
+			return e.fail(e.ctx.Err())
+		case <-time.After(time.Millisecond << min(attempt, 6)):
+		}
+		if err := e.alive(); err != nil {
+			return err
+		}
+		now, err := e.currentLock(table, key)
+		if err != nil {
+			return e.fail(err)
+		}
+		if now.Owner == "" || now != holder {
+			return nil
+		}
 	}
 }
 
@@ -243,7 +259,7 @@ func (e *Env) txLock(table, key string) error {
 	if err := e.record(tx.ctx.ID, "k|"+item); err != nil {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
+	for {
 		ok, replayed, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start)
 		if err != nil {
 			return err
@@ -262,7 +278,7 @@ func (e *Env) txLock(table, key string) error {
 			return tx.aborted
 		}
 		if !replayed {
-			if err := e.wait(attempt); err != nil {
+			if err := e.awaitRelease(table, key, holder); err != nil {
 				return err
 			}
 		}
@@ -282,14 +298,10 @@ func (e *Env) lockHolder(table, key string) (lockHolder, error) {
 		return lockHolder{}, err
 	}
 	raw, err := e.logged(step, func() ([]byte, error) {
-		rows, err := e.rt.st.Scan(e.ctx, dataPartition(table, key), store.ScanOptions{Reverse: true, Limit: 1,
-			Projection: []store.Path{store.Attr(attrLockOwner), store.Attr(attrLockStart)}})
-		if err != nil || len(rows) == 0 {
-			return []byte("{}"), err
+		h, err := e.currentLock(table, key)
+		if err != nil {
+			return nil, err
 		}
-		h := lockHolder{}
-		h.Owner, _ = rows[0].Attrs[attrLockOwner].(string)
-		h.Start, _ = rows[0].Attrs[attrLockStart].(int64)
 		return json.Marshal(h)
 	})
 	var h lockHolder
@@ -297,6 +309,20 @@ func (e *Env) lockHolder(table, key string) (lockHolder, error) {
 		err = json.Unmarshal(raw, &h)
 	}
 	return h, err
+}
+
+// currentLock reads who holds the item's lock now, unlogged. An error is the store's: callers
+// outside a logged step must fail the execution with it.
+func (e *Env) currentLock(table, key string) (lockHolder, error) {
+	rows, err := e.rt.st.Scan(e.ctx, dataPartition(table, key), store.ScanOptions{Reverse: true, Limit: 1,
+		Projection: []store.Path{store.Attr(attrLockOwner), store.Attr(attrLockStart)}})
+	if err != nil || len(rows) == 0 {
+		return lockHolder{}, err
+	}
+	h := lockHolder{}
+	h.Owner, _ = rows[0].Attrs[attrLockOwner].(string)
+	h.Start, _ = rows[0].Attrs[attrLockStart].(int64)
+	return h, nil
 }
 
 // record notes in this SSF's transaction record that the transaction touched what.

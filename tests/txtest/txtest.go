@@ -26,12 +26,60 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// Run runs the whole suite against tables from newStore. stride > 1 crashes at every
-// stride-th point only, for slower backends.
-func Run(t suite.T, newStore testtables.Factory, stride int) {
-	suite.Run(t, "ConcurrentTransfersSerializable", func(t suite.T) { concurrentTransfers(t, newStore) })
-	suite.Run(t, "CrashAtEveryPointOfCommitAndAbort", func(t suite.T) { everyPoint(t, newStore, max(stride, 1)) })
-	suite.Run(t, "WaitDieRandomLockOrders", func(t suite.T) { waitDie(t, newStore) })
+// Options size the suite to a backend. The zero value suits local stores (memory, SQLite,
+// PostgreSQL); emulators and cloud stores, whose round trips take milliseconds, want fewer
+// transfers and a longer relaunch delay, so that the intent collector relaunches executions that
+// crashed rather than ones that are merely slow.
+type Options struct {
+	// Stride crashes at every Stride-th point of the clean run only (default 1: every point).
+	Stride int
+	// Transfers and Clients shape ConcurrentTransfersSerializable (defaults 24 and 6).
+	Transfers, Clients int
+	// Crashes caps the random crashes injected into ConcurrentTransfersSerializable (default 30).
+	Crashes int
+	// Lockers is the number of concurrent transactions in WaitDieRandomLockOrders (default 16).
+	Lockers int
+	// RelaunchDelay is how long an unfinished transfer waits before the intent collector
+	// relaunches it (default 300 ms); CollectEvery is how often the collectors run (default
+	// 10 ms).
+	RelaunchDelay, CollectEvery time.Duration
+	// MaxBackOff caps the wait of a transaction that lost a wait-die conflict before it
+	// retries (default 64 ms); the wait starts at 1 ms and doubles.
+	MaxBackOff time.Duration
+	// Deadline bounds how long the concurrent parts may take to finish every transaction
+	// before the suite reports a deadlock (default 60 s).
+	Deadline time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v < 1 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.Stride, 1)
+	def(&o.Transfers, 24)
+	def(&o.Clients, 6)
+	def(&o.Crashes, 30)
+	def(&o.Lockers, 16)
+	defDur(&o.RelaunchDelay, 300*time.Millisecond)
+	defDur(&o.CollectEvery, 10*time.Millisecond)
+	defDur(&o.MaxBackOff, 64*time.Millisecond)
+	defDur(&o.Deadline, time.Minute)
+	return o
+}
+
+// Run runs the whole suite against tables from newStore.
+func Run(t suite.T, newStore testtables.Factory, opts Options) {
+	opts = opts.withDefaults()
+	suite.Run(t, "ConcurrentTransfersSerializable", func(t suite.T) { concurrentTransfers(t, newStore, opts) })
+	suite.Run(t, "CrashAtEveryPointOfCommitAndAbort", func(t suite.T) { everyPoint(t, newStore, opts) })
+	suite.Run(t, "WaitDieRandomLockOrders", func(t suite.T) { waitDie(t, newStore, opts) })
 }
 
 // balance is an account's value: the amount and the version, which names the transaction that
@@ -85,49 +133,57 @@ func audit(env *ssf.Env, in json.RawMessage) (any, error) {
 }
 
 // teller moves money in one transaction over ledger and audit, retrying after wait-die.
-func teller(env *ssf.Env, in json.RawMessage) (any, error) {
-	var tr transfer
-	if err := json.Unmarshal(in, &tr); err != nil {
-		return nil, err
+func teller(maxBackOff time.Duration) ssf.Handler {
+	return func(env *ssf.Env, in json.RawMessage) (any, error) {
+		var tr transfer
+		if err := json.Unmarshal(in, &tr); err != nil {
+			return nil, err
+		}
+		for attempt := 0; ; attempt++ {
+			if err := env.BeginTx(); err != nil {
+				return nil, err
+			}
+			var from, to balance
+			err := call(env, "ledger", ledgerOp{Op: "get", Account: tr.From}, &from)
+			if err == nil {
+				err = call(env, "ledger", ledgerOp{Op: "get", Account: tr.To}, &to)
+			}
+			insufficient := err == nil && from.Bal < tr.Amount
+			if insufficient {
+				err = env.AbortTx()
+			}
+			if err == nil {
+				err = call(env, "ledger", ledgerOp{Op: "put", Account: tr.From, Value: balance{from.Bal - tr.Amount, env.InstanceID()}}, nil)
+			}
+			if err == nil {
+				err = call(env, "ledger", ledgerOp{Op: "put", Account: tr.To, Value: balance{to.Bal + tr.Amount, env.InstanceID()}}, nil)
+			}
+			if err == nil {
+				err = call(env, "audit", map[string]any{"ID": env.InstanceID(), "Amount": tr.Amount}, nil)
+			}
+			if err != nil && !errors.Is(err, ssf.ErrTxAborted) {
+				return nil, err
+			}
+			committed, err := env.EndTx()
+			switch {
+			case err != nil:
+				return nil, err
+			case committed:
+				return outcome{Committed: true, Reads: map[string]string{tr.From: from.Ver, tr.To: to.Ver}}, nil
+			case insufficient:
+				return outcome{Reason: "insufficient funds"}, nil
+			}
+			// Lost a wait-die conflict: back off (not an effect, so not logged) and try again with
+			// the same age, which only grows older relative to newcomers.
+			backOff(attempt, maxBackOff)
+		}
 	}
-	for attempt := 0; ; attempt++ {
-		if err := env.BeginTx(); err != nil {
-			return nil, err
-		}
-		var from, to balance
-		err := call(env, "ledger", ledgerOp{Op: "get", Account: tr.From}, &from)
-		if err == nil {
-			err = call(env, "ledger", ledgerOp{Op: "get", Account: tr.To}, &to)
-		}
-		insufficient := err == nil && from.Bal < tr.Amount
-		if insufficient {
-			err = env.AbortTx()
-		}
-		if err == nil {
-			err = call(env, "ledger", ledgerOp{Op: "put", Account: tr.From, Value: balance{from.Bal - tr.Amount, env.InstanceID()}}, nil)
-		}
-		if err == nil {
-			err = call(env, "ledger", ledgerOp{Op: "put", Account: tr.To, Value: balance{to.Bal + tr.Amount, env.InstanceID()}}, nil)
-		}
-		if err == nil {
-			err = call(env, "audit", map[string]any{"ID": env.InstanceID(), "Amount": tr.Amount}, nil)
-		}
-		if err != nil && !errors.Is(err, ssf.ErrTxAborted) {
-			return nil, err
-		}
-		committed, err := env.EndTx()
-		switch {
-		case err != nil:
-			return nil, err
-		case committed:
-			return outcome{Committed: true, Reads: map[string]string{tr.From: from.Ver, tr.To: to.Ver}}, nil
-		case insufficient:
-			return outcome{Reason: "insufficient funds"}, nil
-		}
-		// Lost a wait-die conflict: back off (not an effect, so not logged) and try again with
-		// the same age, which only grows older relative to newcomers.
-		time.Sleep(time.Duration(1+attempt%8) * time.Millisecond)
-	}
+}
+
+// backOff waits before a transaction that lost a wait-die conflict retries: 1 ms, doubling up to
+// limit, so that a loser does not hammer the store while a slow or crashed holder finishes.
+func backOff(attempt int, limit time.Duration) {
+	time.Sleep(min(time.Millisecond<<min(attempt, 20), limit))
 }
 
 func call(env *ssf.Env, callee string, in any, out any) error {
@@ -149,14 +205,16 @@ type world struct {
 	clock *testclock.Manual // nil: the system clock
 }
 
-func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, clock *testclock.Manual, sequential bool) *world {
+// newWorld opens the accounts on fresh tables. With a manual clock it runs sequentially and
+// relaunches at once; otherwise unfinished executions are relaunched after opts.RelaunchDelay.
+func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, clock *testclock.Manual, opts Options) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: clock}
-	w.host.Sequential = sequential
+	w.host.Sequential = clock != nil
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w.host.Logger = quiet
-	for name, h := range map[string]ssf.Handler{"ledger": ledger, "audit": audit, "teller": teller} {
+	for name, h := range map[string]ssf.Handler{"ledger": ledger, "audit": audit, "teller": teller(opts.MaxBackOff)} {
 		cfg := ssf.Config{Name: name, Store: newStore(t, name), Handler: h, RowCapacity: 4,
-			Lifetime: time.Hour, GCBound: 2 * time.Hour, RelaunchDelay: 300 * time.Millisecond, Faults: inj, Logger: quiet}
+			Lifetime: time.Hour, GCBound: 2 * time.Hour, RelaunchDelay: opts.RelaunchDelay, Faults: inj, Logger: quiet}
 		if clock != nil {
 			cfg.Clock, cfg.RelaunchDelay = clock, time.Nanosecond
 		}
@@ -318,28 +376,27 @@ func randomTransfers(seed int64, n int) []transfer {
 
 // concurrentTransfers runs transfers from concurrent clients with random crashes anywhere,
 // including in commit and abort propagation, while the intent collectors run.
-func concurrentTransfers(t suite.T, newStore testtables.Factory) {
+func concurrentTransfers(t suite.T, newStore testtables.Factory, opts Options) {
 	seed := crashkit.Seed(t)
-	inj := crashkit.Random(seed, 0.004, 30)
-	w := newWorld(t, newStore, inj, nil, false)
+	inj := crashkit.Random(seed, 0.004, opts.Crashes)
+	w := newWorld(t, newStore, inj, nil, opts)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go w.host.RunCollectors(ctx, 10*time.Millisecond, 0, nil)
-	transfers := randomTransfers(seed, 24)
+	go w.host.RunCollectors(ctx, opts.CollectEvery, 0, nil)
+	transfers := randomTransfers(seed, opts.Transfers)
 	inj.Enable(true)
 	var wg sync.WaitGroup
-	const clients = 6
-	for c := 0; c < clients; c++ {
+	for c := 0; c < opts.Clients; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := c; i < len(transfers); i += clients {
+			for i := c; i < len(transfers); i += opts.Clients {
 				crashkit.Submit(t, w.host, w.rts["teller"], transferID(i), transfers[i])
 			}
 		}()
 	}
 	wg.Wait()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(opts.Deadline)
 	for {
 		pending := 0
 		for _, rt := range w.rts {
@@ -353,9 +410,9 @@ func concurrentTransfers(t suite.T, newStore testtables.Factory) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("seed %d: %d instances unfinished after 60 s (a deadlock, or a lock never released)", seed, pending)
+			t.Fatalf("seed %d: %d instances unfinished after %v (a deadlock, or a lock never released)", seed, pending, opts.Deadline)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(opts.CollectEvery)
 	}
 	inj.Enable(false)
 	stop()
@@ -379,9 +436,9 @@ var fixed = []transfer{{"a", "b", 30}, {"b", "c", 500}, {"c", "a", 10}}
 
 // everyPoint crashes a sequential run once at each injection point of a clean run, including
 // between flushing one item and the next, and between notifying one participant and the next.
-func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
+func everyPoint(t suite.T, newStore testtables.Factory, opts Options) {
 	run := func(inj *crashkit.Injector) (map[string]outcome, map[string]map[string][]byte, *world) {
-		w := newWorld(t, newStore, inj, testclock.New(time.Unix(1_700_000_000, 0)), true)
+		w := newWorld(t, newStore, inj, testclock.New(time.Unix(1_700_000_000, 0)), opts)
 		inj.Enable(true)
 		for i, tr := range fixed {
 			crashkit.Submit(t, w.host, w.rts["teller"], transferID(i), tr)
@@ -396,8 +453,8 @@ func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
 	if !cleanOut[transferID(0)].Committed || cleanOut[transferID(1)].Committed {
 		t.Fatalf("clean run: %+v", cleanOut)
 	}
-	t.Logf("clean run passes %d injection points; crashing at every %d", count.Points(), stride)
-	for k := 1; k <= count.Points(); k += stride {
+	t.Logf("clean run passes %d injection points; crashing at every %d", count.Points(), opts.Stride)
+	for k := 1; k <= count.Points(); k += opts.Stride {
 		inj := crashkit.At(k)
 		out, state, w := run(inj)
 		what := fmt.Sprintf("crash at point %d/%d (%v)", k, count.Points(), inj.Crashes())
@@ -413,7 +470,7 @@ func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
 
 // waitDie runs transactions that lock random items in random orders, concurrently: all must
 // finish (no deadlock), and every wait-die abort must name an older lock holder.
-func waitDie(t suite.T, newStore testtables.Factory) {
+func waitDie(t suite.T, newStore testtables.Factory, opts Options) {
 	seed := crashkit.Seed(t)
 	var mu sync.Mutex
 	var aborts []*ssf.TxAbortedError
@@ -448,7 +505,7 @@ func waitDie(t suite.T, newStore testtables.Factory) {
 				if committed, err := env.EndTx(); err != nil || committed {
 					return attempt, err
 				}
-				time.Sleep(time.Duration(1+attempt%4) * time.Millisecond)
+				backOff(attempt, opts.MaxBackOff)
 			}
 		}})
 	if err != nil {
@@ -456,7 +513,7 @@ func waitDie(t suite.T, newStore testtables.Factory) {
 	}
 	rng := rand.New(rand.NewSource(seed))
 	done := make(chan error)
-	const n = 16
+	n := opts.Lockers
 	for i := 0; i < n; i++ {
 		order := append([]string(nil), items...)
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
@@ -469,7 +526,7 @@ func waitDie(t suite.T, newStore testtables.Factory) {
 			done <- err
 		}()
 	}
-	timeout := time.After(60 * time.Second)
+	timeout := time.After(opts.Deadline)
 	for i := 0; i < n; i++ {
 		select {
 		case err := <-done:
@@ -477,7 +534,7 @@ func waitDie(t suite.T, newStore testtables.Factory) {
 				t.Fatal(err)
 			}
 		case <-timeout:
-			t.Fatalf("seed %d: %d of %d transactions still running after 60 s: deadlock", seed, n-i, n)
+			t.Fatalf("seed %d: %d of %d transactions still running after %v: deadlock", seed, n-i, n, opts.Deadline)
 		}
 	}
 	for _, a := range aborts {

@@ -2,16 +2,39 @@ package txtest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/ssfkit/ssfkit/internal/testtables"
 )
 
 func TestMain(m *testing.M) { testtables.Main(m) }
 
-// Every point on mem://; every sixth on the slower stores keeps the default run short.
+// The whole suite runs on every backend. Every point on mem://, every sixth on the other local
+// stores. The emulators take milliseconds per request (moto one request at a time), so they get
+// fewer transfers and lockers, a relaunch delay longer than a slow transfer, and a sparser stride.
 
-func TestTransactionsMemStore(t *testing.T) { Run(t, testtables.Mem, 1) }
+func TestTransactionsMemStore(t *testing.T) { Run(t, testtables.Mem, Options{}) }
 
-func TestTransactionsSQLite(t *testing.T) { Run(t, testtables.SQLite(t), 6) }
+func TestTransactionsSQLite(t *testing.T) { Run(t, testtables.SQLite(t), Options{Stride: 6}) }
 
-func TestTransactionsPostgres(t *testing.T) { Run(t, testtables.Postgres, 6) }
+func TestTransactionsPostgres(t *testing.T) { Run(t, testtables.Postgres, Options{Stride: 6}) }
+
+// emulated sizes the suite for a backend served by an emulator.
+func emulated(stride int) Options {
+	return Options{Stride: stride, Transfers: 10, Clients: 3, Crashes: 10, Lockers: 8,
+		RelaunchDelay: 2 * time.Second, CollectEvery: 500 * time.Millisecond, MaxBackOff: time.Second, Deadline: 3 * time.Minute}
+}
+
+// moto serves one request at a time, about 150 a second, so a transfer takes seconds: fewer
+// transfers and crashes, and a relaunch delay that does not relaunch live transfers.
+func TestTransactionsDynamo(t *testing.T) {
+	opts := emulated(90)
+	opts.Transfers, opts.Clients, opts.Crashes, opts.RelaunchDelay = 6, 2, 4, 6*time.Second
+	Run(t, testtables.Dynamo, opts)
+}
+
+func TestTransactionsAzureTables(t *testing.T) { Run(t, testtables.AzureTables, emulated(40)) }
+
+func TestTransactionsBigtable(t *testing.T) { Run(t, testtables.Bigtable, emulated(36)) }
+
+func TestTransactionsFirestore(t *testing.T) { Run(t, testtables.Firestore, emulated(127)) }
