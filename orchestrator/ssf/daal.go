@@ -292,12 +292,12 @@ func (rt *Runtime) ensureHead(ctx context.Context, st *store.Table, part string)
 	return err
 }
 
-// maxInstanceIDLen bounds instance ids so that the write-log space of a row is bounded.
-const maxInstanceIDLen = 100
+// MaxInstanceIDLen bounds instance ids (in bytes) so that the write-log space of a row is bounded.
+const MaxInstanceIDLen = 100
 
 // maxValueBytes is the largest value that fits in a DAAL row next to a full write log.
 func (rt *Runtime) maxValueBytes(table, key string) int {
-	perEntry := maxInstanceIDLen + 24
+	perEntry := MaxInstanceIDLen + 24
 	overhead := len(dataPartition(table, key)) + len(headRowID)*2 + 256 + rt.cfg.RowCapacity*perEntry
 	return rt.st.Limits().MaxRowBytes - overhead
 }

@@ -173,7 +173,11 @@ func (e *Env) SyncInvoke(callee string, input any) (json.RawMessage, error) {
 		return nil, err
 	}
 	if res.TxAborted && e.tx != nil && e.tx.aborted == nil {
-		e.tx.aborted = &TxAbortedError{TxID: e.tx.ctx.ID, Start: e.tx.ctx.Start, Reason: "participant", Participant: callee, Message: res.Error}
+		cause := "application"
+		if res.TxConflict {
+			cause = "wait-die"
+		}
+		e.tx.aborted = &TxAbortedError{TxID: e.tx.ctx.ID, Start: e.tx.ctx.Start, Reason: "participant", Participant: callee, Message: res.Error, Cause: cause}
 	}
 	return res.Output, res.Err()
 }

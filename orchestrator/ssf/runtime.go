@@ -185,8 +185,8 @@ func (rt *Runtime) Handle(ctx context.Context, req Request) (Result, error) {
 	if req.InstanceID == "" {
 		return Result{}, fmt.Errorf("%w: SSF %s: request without an instance id", ErrBadInput, rt.cfg.Name)
 	}
-	if len(req.InstanceID) > maxInstanceIDLen {
-		return Result{}, fmt.Errorf("%w: SSF %s: instance id of %d bytes (at most %d)", ErrBadInput, rt.cfg.Name, len(req.InstanceID), maxInstanceIDLen)
+	if len(req.InstanceID) > MaxInstanceIDLen {
+		return Result{}, fmt.Errorf("%w: SSF %s: instance id of %d bytes (at most %d)", ErrBadInput, rt.cfg.Name, len(req.InstanceID), MaxInstanceIDLen)
 	}
 	switch req.Kind {
 	case KindCallback:

@@ -57,10 +57,16 @@ type TxAbortedError struct {
 	Item        string
 	Holder      string
 	HolderStart int64
-	// For a participant's abort: the SSF and its message.
+	// For a participant's abort: the SSF, its message, and the reason its own abort started
+	// from ("wait-die" or "application"; see Conflict).
 	Participant string
 	Message     string
+	Cause       string
 }
+
+// Conflict reports whether the transaction aborted because it lost a wait-die conflict, here
+// or in a participant: retrying it (with the same age) can succeed, unlike an application abort.
+func (e *TxAbortedError) Conflict() bool { return e.Reason == "wait-die" || e.Cause == "wait-die" }
 
 func (e *TxAbortedError) Error() string {
 	switch e.Reason {
@@ -359,6 +365,21 @@ type txEndInput struct {
 	Visited []string `json:"visited"`
 }
 
+// EndTxRequest is the request that ends transaction tx (tx.Mode commit or abort) in the SSF
+// named ssfName, which the request is sent to, and in every SSF that SSF called in the
+// transaction: how a coordinator outside the runtime (a workflow) ends a transaction whose
+// participants it called itself. Like any request, it is exactly-once per instance id.
+func EndTxRequest(instanceID, ssfName string, tx TxContext) (Request, error) {
+	if tx.Mode != TxCommit && tx.Mode != TxAbort {
+		return Request{}, fmt.Errorf("%w: ending transaction %s needs mode %s or %s, not %q", ErrBadInput, tx.ID, TxCommit, TxAbort, tx.Mode)
+	}
+	in, err := json.Marshal(txEndInput{Tx: tx, Visited: []string{ssfName}})
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{Kind: KindInvoke, InstanceID: instanceID, Input: in, Builtin: builtinTxEnd}, nil
+}
+
 // endTxHandler commits or aborts the transaction's work in this SSF, then in every SSF it
 // called from here (Beldi's recursive Commit/Abort modes). A commit writes each shadow value to
 // its item and releases the item's lock in one step, so no item is ever left flushed but
@@ -454,7 +475,7 @@ func (rt *Runtime) shadowValue(e *Env, txID, table, key string) ([]byte, error) 
 
 // txAbortedResult marks an instance's result as that of an aborted transaction participant.
 func txAbortedResult(err *TxAbortedError) Result {
-	return Result{Error: err.Error(), TxAborted: true}
+	return Result{Error: err.Error(), TxAborted: true, TxConflict: err.Conflict()}
 }
 
 // errTxNotSupported is returned by operations a transaction cannot contain.

@@ -20,6 +20,9 @@ type Result struct {
 	// TxAborted reports that the instance ran inside a transaction that must abort (it lost a
 	// wait-die conflict, or the application aborted); the caller's transaction aborts too.
 	TxAborted bool `json:"tx_aborted,omitempty"`
+	// TxConflict reports that the abort started from a lost wait-die conflict (not from the
+	// application), so retrying the transaction can succeed.
+	TxConflict bool `json:"tx_conflict,omitempty"`
 }
 
 // Err returns the application error carried by r, or nil. A result of an aborted transaction

@@ -1,0 +1,124 @@
+// Package ssftemporal runs SSFs as Temporal activities with exactly-once effects, and gives
+// workflows helpers to call them, to coordinate cross-SSF transactions (the workflow is the
+// durable two-phase-commit coordinator) and to run sagas.
+//
+// Temporal replays workflow code deterministically but runs activities at least once: a worker
+// that dies after an activity's side effect and before reporting it makes Temporal run it again.
+// Here an activity is an SSF instance whose id is derived from (namespace, workflow id, run id,
+// activity id), never the attempt, so a retried activity replays the steps the failed attempt
+// logged instead of repeating them.
+package ssftemporal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// ActivityName is the Temporal activity type that runs the SSF named ssfName.
+func ActivityName(ssfName string) string { return "ssf." + ssfName }
+
+// Error types of the application errors activities return; neither is retried, since a retry
+// would replay the same logged outcome.
+const (
+	// ErrTypeApplication: the SSF completed and its handler returned an error.
+	ErrTypeApplication = "ssfkit.ApplicationError"
+	// ErrTypeTxAborted: the SSF ran in a transaction that must abort because the application
+	// aborted it.
+	ErrTypeTxAborted = "ssfkit.TxAborted"
+	// ErrTypeTxConflict: the SSF ran in a transaction that must abort because it (or an SSF it
+	// called) lost a wait-die conflict; a new transaction with the same age may succeed.
+	ErrTypeTxConflict = "ssfkit.TxConflict"
+)
+
+// Invocation is an activity's input: what the workflow asks of the SSF.
+type Invocation struct {
+	Input json.RawMessage `json:"input,omitempty"`
+	// Tx is the transaction the SSF runs in (Mode execute), or, with End set, the transaction
+	// to commit or abort (Mode commit or abort) in this SSF and every SSF it called in it.
+	Tx  *ssf.TxContext `json:"tx,omitempty"`
+	End bool           `json:"end,omitempty"`
+	// Async registers the instance and returns at once; it runs through the host's transport
+	// (a goroutine, or the SSF's queue: local.Host.UseQueue).
+	Async bool `json:"async,omitempty"`
+}
+
+// Register registers one activity per SSF of host on w (a worker.Worker), named
+// ActivityName(ssf). Register every SSF a workflow calls on the workers of its task queue.
+func Register(w worker.ActivityRegistry, host *local.Host) {
+	for _, rt := range host.Runtimes() {
+		name := rt.Name()
+		w.RegisterActivityWithOptions(func(ctx context.Context, inv Invocation) (json.RawMessage, error) {
+			return invoke(ctx, host, name, inv)
+		}, activity.RegisterOptions{Name: ActivityName(name)})
+	}
+}
+
+// invoke runs one attempt of the activity as the SSF instance the activity stands for.
+func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) (json.RawMessage, error) {
+	rt, ok := host.Runtime(name)
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("ssftemporal: no SSF named %q on this worker", name), "ssfkit.UnknownSSF", nil)
+	}
+	info := activity.GetInfo(ctx)
+	req := ssf.Request{
+		Kind:       ssf.KindInvoke,
+		InstanceID: InstanceID(info.WorkflowNamespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityID),
+		Input:      inv.Input,
+		Async:      inv.Async,
+		Tx:         inv.Tx,
+	}
+	if inv.End {
+		if inv.Tx == nil || inv.Tx.Mode == ssf.TxExecute {
+			return nil, temporal.NewNonRetryableApplicationError("ssftemporal: ending a transaction needs its context with mode commit or abort", "ssfkit.BadInput", nil)
+		}
+		var err error
+		if req, err = ssf.EndTxRequest(req.InstanceID, name, *inv.Tx); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "ssfkit.BadInput", err)
+		}
+	}
+	res, err := rt.Handle(ctx, req)
+	switch {
+	case errors.Is(err, ssf.ErrBadInput):
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "ssfkit.BadInput", err)
+	case err != nil:
+		// The execution was abandoned (a store error, a crash, the worker stopping): Temporal
+		// retries the activity, and the retry replays what this attempt logged.
+		return nil, err
+	case res.TxConflict:
+		return nil, temporal.NewNonRetryableApplicationError(res.Error, ErrTypeTxConflict, nil)
+	case res.TxAborted:
+		return nil, temporal.NewNonRetryableApplicationError(res.Error, ErrTypeTxAborted, nil)
+	case res.Error != "":
+		return nil, temporal.NewNonRetryableApplicationError(res.Error, ErrTypeApplication, nil)
+	}
+	return res.Output, nil
+}
+
+// InstanceID is the SSF instance id of a workflow's activity. It never includes the attempt:
+// every attempt of an activity is the same instance. Ids longer than the runtime allows are
+// replaced by a digest of the same parts.
+func InstanceID(namespace, workflowID, runID, activityID string) string {
+	id := strings.Join([]string{"wf", namespace, workflowID, runID, activityID}, "/")
+	if len(id) <= ssf.MaxInstanceIDLen {
+		return id
+	}
+	return digestID("wf", namespace, workflowID, runID, activityID)
+}
+
+// digestID names parts by a digest, for ids that would be too long spelled out.
+func digestID(prefix string, parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return prefix + "#" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
