@@ -717,12 +717,26 @@ func (r Reservation) refused(why string, attempts int) Confirmation {
 	return r.confirmation(false, why, attempts)
 }
 
+// orderInput is the order SSF's input: a reservation to make, or (Record) the outcome of one
+// another coordinator made, to record (ReserveWorkflow).
+type orderInput struct {
+	Reservation
+	Record *Confirmation `json:"record,omitempty"`
+}
+
 // order books a hotel room and a flight seat for a reservation, and records the outcome.
 func order(env Env, input json.RawMessage) (any, error) {
-	var r Reservation
-	if err := decode("reservation", input, &r); err != nil {
+	var in orderInput
+	if err := decode("reservation", input, &in); err != nil {
 		return nil, err
 	}
+	if c := in.Record; c != nil {
+		if c.Reservation == "" {
+			return nil, errors.New("a recorded confirmation needs its reservation id")
+		}
+		return *c, env.Write(ordersTable, c.Reservation, *c)
+	}
+	r := in.Reservation
 	if err := r.validate(); err != nil {
 		return nil, err
 	}

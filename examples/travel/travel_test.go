@@ -31,9 +31,11 @@ func memTable() *store.Table {
 }
 
 // newApp hosts the SSFs with faults (may be nil) and loads data.
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 func newApp(t *testing.T, data Data, faults ssf.FaultInjector) *app {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := quietLogger
 	a := &app{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, data: data}
 	a.host.Logger = quiet
 	t.Cleanup(a.host.Close)

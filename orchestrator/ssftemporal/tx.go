@@ -111,6 +111,9 @@ func (tx *Tx) End(ctx workflow.Context) (committed bool, err error) {
 	return end.Mode == ssf.TxCommit && len(errs) == 0, errors.Join(errs...)
 }
 
+// ErrConflicts is RunTx's error when every transaction it tried lost a wait-die conflict.
+var ErrConflicts = errors.New("ssftemporal: every transaction lost a wait-die conflict")
+
 // TxOptions bound RunTx's retries of transactions that lost a wait-die conflict.
 type TxOptions struct {
 	Attempts int           // at most this many transactions (default 10)
@@ -144,7 +147,7 @@ func RunTx(ctx workflow.Context, opts TxOptions, fn func(tx *Tx) error) (committ
 			return committed, errors.Join(fnErr, err)
 		}
 		if attempt+1 >= opts.Attempts {
-			return false, fmt.Errorf("ssftemporal: %d transactions lost wait-die conflicts; the last: %w", opts.Attempts, tx.abort)
+			return false, fmt.Errorf("%w: %d transactions; the last: %w", ErrConflicts, opts.Attempts, tx.abort)
 		}
 		if err := workflow.Sleep(ctx, opts.Backoff<<min(attempt, 5)); err != nil {
 			return false, err
