@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.temporal.io/sdk/worker"
+
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -25,6 +27,8 @@ type example struct {
 	load func(ctx context.Context, h *local.Host) error
 	// try returns example requests to a server at base, for dev's banner.
 	try func(base string) string
+	// workflows registers the example's Temporal workflows, if it has any.
+	workflows func(worker.WorkflowRegistry)
 }
 
 // examples are the example applications, by name.

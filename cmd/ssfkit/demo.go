@@ -98,6 +98,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
+	if name == "temporal" {
+		return runTemporalDemo(ctx, args, stdout, stderr)
+	}
 	newApp, ok := demoApps[name]
 	if !ok {
 		return &cliUsageError{err: fmt.Errorf("demo: unknown application %q (want %s)", name, exampleNames())}

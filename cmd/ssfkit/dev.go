@@ -15,8 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )
 
 const devSynopsis = `Hosts an example's SSFs on the embedded store and serves them over HTTP, with
@@ -40,6 +43,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	public := fs.Bool("public", false, "allow a non-loopback --addr; the API has no authentication")
 	icEvery := fs.Duration("ic-every", time.Second, "intent collector period (0 disables it)")
 	gcEvery := fs.Duration("gc-every", 10*time.Second, "garbage collector period (0 disables it)")
+	var tf temporalFlags
+	tf.register(fs, temporalEmbedded, "Temporal: '"+temporalEmbedded+"' starts a server in this process (SQLite file --temporal-db, port --temporal-port); 'off' runs without; HOST:PORT uses that cluster")
+	temporalDB := fs.String("temporal-db", filepath.Join(".ssfkit", "temporal.db"), "the embedded Temporal server's SQLite `file` (kept across restarts)")
+	temporalPort := fs.Int("temporal-port", 7233, "the embedded Temporal server's frontend `port` on 127.0.0.1")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -62,7 +69,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
 	}
 
-	app, err := openApp(ctx, ex.handlers(), tableURL, ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay})
+	cfg := ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay}
+	var temporalClient client.Client
+	if tf.address != temporalOff {
+		c, closeTemporal, err := connectTemporal(ctx, &tf, *temporalDB, *temporalPort, stderr)
+		if err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+		defer closeTemporal()
+		temporalClient, cfg.Hold = c, ssftemporal.HoldWhileOpen(c, devGCBound)
+	}
+	app, err := openApp(ctx, ex.handlers(), tableURL, cfg)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
@@ -86,9 +103,19 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	collectors.Go(func() { app.host.RunCollectors(colCtx, *icEvery, *gcEvery, nil) })
 	defer func() { stopCollectors(); collectors.Wait() }()
 
+	temporalLine := "off"
+	if temporalClient != nil {
+		w, err := startWorker(temporalClient, &tf, app, ex)
+		if err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+		defer w.Stop()
+		temporalLine = fmt.Sprintf("%s, namespace %s, task queue %s\n              inspect: temporal workflow list --address %s", tf.address, tf.namespace, tf.taskQueue, tf.address)
+	}
+
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printDevBanner(stdout, ex, base, "http://"+ln.Addr().String(), slices.Sorted(maps.Keys(app.runtimes)), *icEvery, *gcEvery)
+	printDevBanner(stdout, ex, base, "http://"+ln.Addr().String(), slices.Sorted(maps.Keys(app.runtimes)), *icEvery, *gcEvery, temporalLine)
 
 	select {
 	case err := <-served:
@@ -149,7 +176,7 @@ func devStoreURL(flagValue string) (string, error) {
 	return sqliteURL(abs), nil
 }
 
-func printDevBanner(w io.Writer, ex example, store, base string, ssfs []string, icEvery, gcEvery time.Duration) {
+func printDevBanner(w io.Writer, ex example, store, base string, ssfs []string, icEvery, gcEvery time.Duration, temporal string) {
 	every := func(d time.Duration) string {
 		if d == 0 {
 			return "off"
@@ -163,6 +190,7 @@ func printDevBanner(w io.Writer, ex example, store, base string, ssfs []string, 
   SSFs        %[3]s (a table each)
   collectors  intents %[4]s, garbage %[5]s; logs are kept %.0[6]fs
               after an instance finishes, which may run %.0[7]fs
+  Temporal    %[10]s
   listening   %[2]s
   API         POST /v1/ssf/{name}                 invoke; JSON in and out
               GET  /v1/ssf/{name}/instances/{id}  status and result
@@ -174,7 +202,7 @@ Try:
 Repeat a request with the same Idempotency-Key: it is never applied twice.
 Press Ctrl-C to stop.
 
-`, store, base, wrapJoin(ssfs, 14, 64), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds(), ex.title, ex.try(base))
+`, store, base, wrapJoin(ssfs, 14, 64), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds(), ex.title, ex.try(base), temporal)
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.

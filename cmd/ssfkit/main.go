@@ -23,6 +23,7 @@ type command struct {
 var commands = []command{
 	{"demo", "run the bank demo, or 'demo travel', on embedded SQLite with crashes injected", runDemo},
 	{"dev", "serve an example's SSFs over HTTP on embedded SQLite, with collectors", runDev},
+	{"worker", "host an example's SSFs and workflows on a Temporal cluster, with collectors", runWorker},
 	{"bench", "benchmark exactly-once operations, DAAL length, travel transactions", func(ctx context.Context, args []string, _, _ io.Writer) error {
 		return runBench(ctx, args)
 	}},

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/ssfkit/ssfkit/examples/travel"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -28,6 +31,9 @@ var travelExample = example{
 	entry:    travel.Frontend,
 	load: func(ctx context.Context, h *local.Host) error {
 		return loadTravel(ctx, h, travel.Generate(travelDevSeed, travelDevCapacity))
+	},
+	workflows: func(r worker.WorkflowRegistry) {
+		r.RegisterWorkflowWithOptions(travel.ReserveWorkflow, workflow.RegisterOptions{Name: travel.ReserveWorkflowName})
 	},
 	try: func(base string) string {
 		u := travel.Generate(travelDevSeed, travelDevCapacity).Users[7]

@@ -3,6 +3,7 @@ package travel
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -12,6 +13,14 @@ import (
 // ReserveWorkflowName is the Temporal workflow type of ReserveWorkflow.
 const ReserveWorkflowName = "travel.Reserve"
 
+// reserveActivityOptions bound each SSF call at a few seconds, far above what one takes: Temporal
+// notices a dead worker's activity only when this timeout passes, and then retries it.
+var reserveActivityOptions = func() workflow.ActivityOptions {
+	o := ssftemporal.DefaultActivityOptions
+	o.StartToCloseTimeout = 3 * time.Second
+	return o
+}()
+
 // ReserveWorkflow is a reservation as a Temporal workflow: it checks the login with the user
 // SSF, then books the room and the seat in one cross-SSF transaction that the workflow itself
 // coordinates (ssftemporal.RunTx: the workflow is the two-phase-commit coordinator, and wait-die
@@ -20,6 +29,7 @@ const ReserveWorkflowName = "travel.Reserve"
 // activity elsewhere and the retry replays what the dead attempt logged. req.Op must be reserve;
 // the reservation's id is the workflow id.
 func ReserveWorkflow(ctx workflow.Context, req Request) (Confirmation, error) {
+	ctx = workflow.WithActivityOptions(ctx, reserveActivityOptions)
 	r := Reservation{ID: workflow.GetInfo(ctx).WorkflowExecution.ID, User: req.User, Hotel: req.Hotel, Flight: req.Flight, Mode: ModeTransaction}
 	if req.Op != OpReserve {
 		return Confirmation{}, fmt.Errorf("the reserve workflow takes a %s request, not %q", OpReserve, req.Op)

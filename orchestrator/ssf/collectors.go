@@ -82,6 +82,7 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 type GCReport struct {
 	Stamped        int // finished intents given a finish time
 	Recyclable     int // intents finished more than T ago
+	Held           int // intents finished more than T ago but kept: their holder may still re-send the request
 	LogRowsDeleted int // read- and invoke-log entries removed
 	Disconnected   int // DAAL rows unlinked from their list
 	Dangling       int // unreachable DAAL rows given a dangle time
@@ -122,9 +123,18 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 				rep.Stamped++
 				continue
 			}
-			if time.Duration(now-fin) > rt.cfg.GCBound {
-				recyclable[row.Key.Sort] = true
+			if time.Duration(now-fin) <= rt.cfg.GCBound {
+				continue
 			}
+			held, err := rt.held(ctx, row.Key.Sort)
+			if err != nil {
+				return rep, err
+			}
+			if held {
+				rep.Held++
+				continue
+			}
+			recyclable[row.Key.Sort] = true
 		}
 	}
 	rep.Recyclable = len(recyclable)
@@ -169,6 +179,27 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 		rep.IntentsRemoved++
 	}
 	return rep, nil
+}
+
+// held reports whether a finished instance's holder may still send its request again.
+func (rt *Runtime) held(ctx context.Context, id string) (bool, error) {
+	if rt.cfg.Hold == nil {
+		return false, nil
+	}
+	a, found, err := rt.st.Get(ctx, intentKey(id))
+	if err != nil || !found {
+		return false, err
+	}
+	holder, _ := a[attrHolder].(string)
+	if holder == "" {
+		return false, nil
+	}
+	held, err := rt.cfg.Hold(ctx, holder)
+	if err != nil {
+		rt.log.Warn("garbage collector: cannot tell whether the instance's holder is done; keeping it", "instance", id, "holder", holder, "err", err)
+		return true, nil
+	}
+	return held, nil
 }
 
 // recyclability answers whether a write-log entry's instance can no longer be running: it is

@@ -52,6 +52,46 @@ func (e *Env) Context() context.Context { return e.ctx }
 // SSF is the name of the SSF this instance belongs to.
 func (e *Env) SSF() string { return e.rt.cfg.Name }
 
+// Progress returns the number of the next step, for a checkpoint: a handler that saves it with
+// its own state (where its host can keep it, e.g. Temporal's heartbeat details) can make a
+// later execution of the instance skip to it with ResumeAt instead of replaying every step
+// before it. The reads before it are logged first, so every execution agrees on them. Outside
+// transactions only: a transaction's locks and shadows belong to the execution's state.
+func (e *Env) Progress() (int, error) {
+	if err := e.alive(); err != nil {
+		return 0, err
+	}
+	if e.tx != nil {
+		return 0, fmt.Errorf("%w: no checkpoint inside a transaction", ErrBadInput)
+	}
+	if err := e.flush(); err != nil {
+		return 0, err
+	}
+	return e.step, nil
+}
+
+// Stop ends this execution without finishing the instance, as a crash would: the instance stays
+// unfinished, and its next execution (the host's retry, or the intent collector's) runs it
+// again, replaying the logged steps (or resuming from a checkpoint). Return its error from the
+// handler, e.g. after checkpointing because the host is shutting down.
+func (e *Env) Stop(cause error) error {
+	return e.fail(fmt.Errorf("%w: %w", ErrStopped, cause))
+}
+
+// ResumeAt makes this execution continue at step, a Progress an earlier execution of the same
+// instance reported, with the handler's state from that point restored by the handler. It must
+// come before any other operation; the steps after it replay from the log as usual.
+func (e *Env) ResumeAt(step int) error {
+	switch {
+	case e.step != 0 || e.tx != nil:
+		return fmt.Errorf("%w: ResumeAt after the execution's first step", ErrBadInput)
+	case step < 0:
+		return fmt.Errorf("%w: ResumeAt(%d): steps count from 0", ErrBadInput, step)
+	}
+	e.step = step
+	return nil
+}
+
 // alive fails once the execution is poisoned or past its lifetime, which fences off stragglers
 // so that the GC's bound T holds even if the host does not kill them.
 func (e *Env) alive() error {

@@ -318,3 +318,50 @@ func TestExternalIsAtLeastOnce(t *testing.T) {
 		t.Fatalf("a finished instance called the external function again: %d calls", calls)
 	}
 }
+
+// A finished instance whose holder may still re-send its request (a Temporal workflow that is
+// still open) keeps its intent past T; once the holder lets go, the next pass removes it.
+// Instances without a holder are collected as usual.
+func TestGCKeepsHeldInstances(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	var mu sync.Mutex
+	open := true
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	rt, err := h.Add(ssf.Config{
+		Name: "held", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Hold: func(_ context.Context, holder string) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if holder != "workflow-1" {
+				return false, fmt.Errorf("unexpected holder %q", holder)
+			}
+			return open, nil
+		},
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) { return nil, env.Write("t", "k", in) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, req := range []ssf.Request{{InstanceID: "held-1", Input: json.RawMessage("1"), Holder: "workflow-1"}, {InstanceID: "free-1", Input: json.RawMessage("2")}} {
+		if res, err := rt.Handle(ctx, req); err != nil || res.Err() != nil {
+			t.Fatal(err, res.Err())
+		}
+	}
+	gc(t, rt) // stamps finish times
+	c.Advance(bound + time.Second)
+	if r := gc(t, rt); r.Held != 1 || r.IntentsRemoved != 1 {
+		t.Fatalf("with the holder open: %+v, want 1 held and 1 removed", r)
+	}
+	if st, err := rt.Intent(ctx, "held-1"); err != nil || !st.Exists {
+		t.Fatalf("the held intent is gone (%v)", err)
+	}
+	mu.Lock()
+	open = false
+	mu.Unlock()
+	if r := gc(t, rt); r.Held != 0 || r.IntentsRemoved != 1 {
+		t.Fatalf("with the holder closed: %+v, want the held intent removed", r)
+	}
+}

@@ -58,6 +58,7 @@ const (
 	attrTxID       = "TxID"       // string transaction the instance runs in (inherited)
 	attrTxStart    = "TxStart"    // int64 that transaction's wait-die age
 	attrBuiltin    = "Builtin"    // string runtime handler the instance runs (tx-end)
+	attrHolder     = "Holder"     // string what may re-send the request after it finished (Request.Holder)
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }

@@ -46,6 +46,10 @@ type Config struct {
 	// RelaunchDelay is how long after an instance's last launch the intent collector may launch
 	// it again. Re-running a live instance is safe; the delay avoids needless duplicates.
 	RelaunchDelay time.Duration
+	// Hold reports whether an instance's holder (Request.Holder) may still send its request
+	// again; the garbage collector keeps finished instances whose holder may, and asks again on
+	// its next pass. An error counts as "may". Nil: holders are ignored.
+	Hold func(ctx context.Context, holder string) (bool, error)
 	// IndexShards spreads the intent and key indexes over this many partitions (default 4).
 	IndexShards int
 	// Clock defaults to the system clock.
@@ -255,6 +259,9 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 		store.SetAttr(store.Attr(attrAsync), req.Async),
 		store.SetAttr(store.Attr(attrDone), false),
 		store.SetAttr(store.Attr(attrStart), now),
+	}
+	if req.Holder != "" {
+		upd = append(upd, store.SetAttr(store.Attr(attrHolder), req.Holder))
 	}
 	if req.Tx != nil && req.Tx.Mode == TxExecute {
 		upd = append(upd, store.SetAttr(store.Attr(attrTxID), req.Tx.ID), store.SetAttr(store.Attr(attrTxStart), req.Tx.Start))

@@ -67,6 +67,11 @@ type Request struct {
 	Result *Result `json:"result,omitempty"`
 	// Tx is the transaction the callee runs in (Beldi §6: contexts travel with calls).
 	Tx *TxContext `json:"tx,omitempty"`
+	// Holder names what may still send this request again after the instance finished, such
+	// as the Temporal workflow execution whose activity it is (retries of a completed activity
+	// whose completion was lost). The garbage collector keeps the instance while Config.Hold
+	// says the holder may; without a holder, T after finishing is enough.
+	Holder string `json:"holder,omitempty"`
 	// Builtin names a runtime-provided handler to run instead of the SSF's own (the commit and
 	// abort propagation of transactions).
 	Builtin string `json:"builtin,omitempty"`
@@ -103,6 +108,8 @@ var (
 	// ErrLifetimeExceeded: the execution outlived Config.Lifetime and was fenced off; the intent
 	// collector will run the instance again.
 	ErrLifetimeExceeded = errors.New("ssf: execution exceeded its lifetime bound")
+	// ErrStopped: the handler stopped the execution (Env.Stop); the instance runs again later.
+	ErrStopped = errors.New("ssf: execution stopped by its handler")
 	// ErrValueTooLarge: a value does not fit in one row of the store with its logs.
 	ErrValueTooLarge = errors.New("ssf: value too large for the store")
 	// ErrBadInput: a request or argument is malformed.

@@ -26,6 +26,9 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
+// DefaultTaskQueue is the task queue ssfkit's workers and workflows use unless told otherwise.
+const DefaultTaskQueue = "ssfkit"
+
 // ActivityName is the Temporal activity type that runs the SSF named ssfName.
 func ActivityName(ssfName string) string { return "ssf." + ssfName }
 
@@ -78,8 +81,10 @@ func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) 
 		Input:      inv.Input,
 		Async:      inv.Async,
 		Tx:         inv.Tx,
+		Holder:     holder{Namespace: info.WorkflowNamespace, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}.String(),
 	}
 	if inv.End {
+		holder := req.Holder
 		if inv.Tx == nil || inv.Tx.Mode == ssf.TxExecute {
 			return nil, temporal.NewNonRetryableApplicationError("ssftemporal: ending a transaction needs its context with mode commit or abort", "ssfkit.BadInput", nil)
 		}
@@ -87,6 +92,7 @@ func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) 
 		if req, err = ssf.EndTxRequest(req.InstanceID, name, *inv.Tx); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "ssfkit.BadInput", err)
 		}
+		req.Holder = holder
 	}
 	res, err := rt.Handle(ctx, req)
 	switch {
