@@ -8,9 +8,10 @@ export GOTOOLCHAIN ?= local
 .PHONY: demo test tools vet bench fuzz build
 
 ## demo: run the bank transfers demo, then the travel reservation demo, on the embedded SQLite
-## store, with crashes injected
+## store, with crashes injected, then the reservations as Temporal workflows while the worker
+## process is killed
 demo:
-	$(GO) run ./cmd/ssfkit demo && $(GO) run ./cmd/ssfkit demo travel
+	$(GO) run ./cmd/ssfkit demo && $(GO) run ./cmd/ssfkit demo travel && $(GO) run ./cmd/ssfkit demo temporal
 
 ## test: the whole default test run (unit, conformance, crash injection, linearizability, fuzz
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug

@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ssfkit/ssfkit/examples/travel"
-	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal/devserver"
 )
 
@@ -154,13 +153,18 @@ func (d *temporalDemo) run(ctx context.Context) error {
 	return d.check(ctx, base, confirmations, failures, retried)
 }
 
-// load writes the demo's data to the store before any worker runs.
-func (d *temporalDemo) load(ctx context.Context, base string, data travel.Data) error {
+// openTravel opens the travel SSFs on the demo's store in this process, with dev's timing.
+func openTravel(ctx context.Context, base string) (*hostedApp, error) {
 	tableURL, err := tablePerSSF(base)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	app, err := openApp(ctx, travel.Handlers(), tableURL, ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay})
+	return openApp(ctx, travel.Handlers(), tableURL, devConfig())
+}
+
+// load writes the demo's data to the store before any worker runs.
+func (d *temporalDemo) load(ctx context.Context, base string, data travel.Data) error {
+	app, err := openTravel(ctx, base)
 	if err != nil {
 		return err
 	}
@@ -310,11 +314,7 @@ func (d *temporalDemo) histories(ctx context.Context, c client.Client, results *
 
 // check reads the final state and checks the invariants; an error if any fails.
 func (d *temporalDemo) check(ctx context.Context, base string, confirmations map[string]travel.Confirmation, failures []error, retried int) error {
-	tableURL, err := tablePerSSF(base)
-	if err != nil {
-		return err
-	}
-	app, err := openApp(ctx, travel.Handlers(), tableURL, ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay})
+	app, err := openTravel(ctx, base)
 	if err != nil {
 		return err
 	}

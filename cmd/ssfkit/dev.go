@@ -35,6 +35,11 @@ const (
 	devRelaunchDelay = 2 * time.Second
 )
 
+// devConfig is the runtime configuration of dev's SSFs (and the worker's, and the demos').
+func devConfig() ssf.Config {
+	return ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay}
+}
+
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev", devSynopsis, stderr)
 	appName := fs.String("app", defaultExample, "the example to host: "+exampleNames())
@@ -69,7 +74,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
 	}
 
-	cfg := ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay}
+	cfg := devConfig()
 	var temporalClient client.Client
 	if tf.address != temporalOff {
 		c, closeTemporal, err := connectTemporal(ctx, &tf, *temporalDB, *temporalPort, stderr)

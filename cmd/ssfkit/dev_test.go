@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -11,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
 	"github.com/ssfkit/ssfkit/examples/travel"
+	"github.com/ssfkit/ssfkit/internal/testservers"
+	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )
 
 func TestCheckListenAddr(t *testing.T) {
@@ -79,12 +85,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startDev runs `ssfkit dev` with args on a free port until stop, which waits for it to exit.
+// startDev runs `ssfkit dev` with args on a free port, without Temporal unless args ask for
+// it, until stop, which waits for it to exit.
 func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- runDev(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), out, io.Discard) }()
+	go func() {
+		done <- runDev(ctx, append([]string{"--addr", "127.0.0.1:0", "--temporal", temporalOff}, args...), out, io.Discard)
+	}()
 	stop = func() {
 		cancel()
 		select {
@@ -92,12 +101,12 @@ func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop 
 			if err != nil {
 				t.Fatalf("dev: %v", err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("dev did not shut down")
 		}
 	}
 	listening := regexp.MustCompile(`listening\s+(http://127\.0\.0\.1:\d+)`)
-	for deadline := time.Now().Add(5 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
 			base = m[1]
 		}
@@ -174,4 +183,38 @@ func httpGet(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// dev with its embedded Temporal server runs the travel workflows on its own worker, and the
+// server keeps their history in its SQLite file.
+func TestDevRunsWorkflowsOnEmbeddedTemporal(t *testing.T) {
+	port, err := testservers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_, out, stop := startDev(t, "--app", "travel", "--store", "sqlite://"+dir+"/dev.db",
+		"--temporal", temporalEmbedded, "--temporal-port", fmt.Sprint(port), "--temporal-db", dir+"/temporal.db")
+	defer stop()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if !strings.Contains(out.String(), "Temporal    "+addr) {
+		t.Fatalf("banner without the Temporal address %s:\n%s", addr, out.String())
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	u := travel.Generate(travelDevSeed, travelDevCapacity).Users[3]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "res-dev-1", TaskQueue: ssftemporal.DefaultTaskQueue}, travel.ReserveWorkflowName,
+		travel.Request{Op: travel.OpReserve, User: u.Name, Password: u.Password, Hotel: "h50", Flight: "f50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf travel.Confirmation
+	if err := run.Get(ctx, &conf); err != nil || !conf.Booked {
+		t.Fatalf("reservation workflow: %+v, %v", conf, err)
+	}
 }

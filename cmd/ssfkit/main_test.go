@@ -26,6 +26,11 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"dev", "--app", "shop"}, status: 2, stderrPart: `--app "shop"`},
 		{args: []string{"demo", "--crash-rate", "1.5"}, status: 2, stderrPart: "--crash-rate 1.5"},
 		{args: []string{"dev", "--addr", "0.0.0.0:8080"}, status: 2, stderrPart: "--public"},
+		{args: []string{"worker", "--app", "shop"}, status: 2, stderrPart: `--app "shop"`},
+		{args: []string{"worker", "--tls-cert", "c.pem"}, status: 2, stderrPart: "--tls-cert and --tls-key go together"},
+		{args: []string{"worker", "--tls-ca", "/no/such/ca.pem"}, status: 2, stderrPart: "--tls-ca"},
+		{args: []string{"demo", "temporal", "--kills", "-1"}, status: 2, stderrPart: "--kills"},
+		{args: []string{"help", "worker"}, status: 0, stderrPart: "-api-key"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), tc.args, &stdout, &stderr)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )
 
@@ -65,8 +64,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer c.Close()
 	// The collectors keep an activity's logs while its workflow may still retry it.
-	app, err := openApp(ctx, ex.handlers(), tableURL, ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay,
-		Logger: logger, Hold: ssftemporal.HoldWhileOpen(c, devGCBound)})
+	cfg := devConfig()
+	cfg.Logger, cfg.Hold = logger, ssftemporal.HoldWhileOpen(c, devGCBound)
+	app, err := openApp(ctx, ex.handlers(), tableURL, cfg)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
