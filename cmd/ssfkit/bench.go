@@ -28,6 +28,9 @@ Benchmarks (see BENCHMARKS.md):
   backends
         ops (short DAAL) on every backend the tests cover, each on a server this
         command starts on 127.0.0.1: one table and one plot of the EO/raw ratios
+  temporal
+        workflows of k steps on an embedded Temporal server, each step a plain
+        activity or an exactly-once SSF activity: per-step overhead and throughput
 
 Run 'ssfkit bench BENCHMARK -h' for its flags.
 `
@@ -40,7 +43,7 @@ func runBench(ctx context.Context, args []string) error {
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal, travel or backends"), printed: false}
+		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal, travel, backends or temporal"), printed: false}
 	}
 	switch args[0] {
 	case "ops":
@@ -51,12 +54,14 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return benchTravel(ctx, args[1:], stdout, stderr)
 	case "backends":
 		return benchBackends(ctx, args[1:], stdout, stderr)
+	case "temporal":
+		return benchTemporal(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return flag.ErrHelp
 	}
 	fmt.Fprint(stderr, benchUsage)
-	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal, travel or backends)", args[0])}
+	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal, travel, backends or temporal)", args[0])}
 }
 
 const storeFlagHelp = "store `URL`, e.g. sqlite:///abs/path.db?table=T or mem:// (default: a fresh SQLite file in a temporary directory, removed afterwards)"
