@@ -49,21 +49,22 @@ type Options struct {
 
 // TunedConfig returns the dynamic config the server starts with, before Options.DynamicConfig.
 // Temporal's defaults suit a cluster under load; on one machine they add tens of milliseconds
-// per workflow step (docs/temporal.md has the measurements behind each value).
+// to every workflow step and a second to every timer. docs/temporal.md has the measurements.
 func TunedConfig() map[string]any {
 	return map[string]any{
-		// The transfer queue (activity and workflow tasks handed to matching) is read at most
-		// 20 times a second by default: each step of a workflow waited up to 50 ms for it.
-		"history.transferProcessorMaxPollRPS": 1000,
-		// The same limit on the timer queue delays timers and timeouts.
-		"history.timerProcessorMaxPollRPS": 1000,
-		// A waiter on a workflow's result sometimes misses the close notification and sleeps
-		// until its long poll expires (20 s by default); a short expiry caps that stall.
-		"history.longPollExpirationInterval": 2 * time.Second,
-		// One partition per task queue: with the default four, a task can land on a partition
-		// where no worker polls and wait for forwarding.
-		"matching.numTaskqueueReadPartitions":  1,
-		"matching.numTaskqueueWritePartitions": 1,
+		// History reads each of its internal queues at most 20 times a second by default, so
+		// every hand-off (workflow task, activity task, timer, visibility record) waited up to
+		// 50 ms.
+		"history.transferProcessorMaxPollRPS":   1000,
+		"history.timerProcessorMaxPollRPS":      1000,
+		"history.visibilityProcessorMaxPollRPS": 1000,
+		// Timers fire no sooner than this after they are created (a margin for clock skew between
+		// hosts, of which there is one here): by default a 10 ms sleep took a second.
+		"history.timerProcessorMaxTimeShift": 10 * time.Millisecond,
+		// A waiter on a workflow's result can miss the close notification (the server drops it
+		// when the waiter's one-slot channel is full) and then sleeps until its long poll
+		// expires, 20 s by default: a short expiry caps that stall.
+		"history.longPollExpirationInterval": time.Second,
 	}
 }
 
@@ -158,7 +159,7 @@ func openStore(dbFile, namespace string) (*config.SQL, error) {
 	store := &config.SQL{PluginName: sqliteplugin.PluginName}
 	if dbFile == "" {
 		// The plugin creates the schema itself when it opens an in-memory database.
-		store.DatabaseName = fmt.Sprintf("ssfkit-devserver-%d-%d", os.Getpid(), memoryDatabases.Add(1))
+		store.DatabaseName = fmt.Sprintf("ssfkit-devserver-%d", memoryDatabases.Add(1))
 		store.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
 	} else {
 		store.DatabaseName = dbFile
@@ -201,7 +202,8 @@ func checkDir(dir string) error {
 }
 
 // pickPorts checks that the frontend's port is free (Temporal exits the process when it cannot
-// bind) and picks free ports for the other services.
+// bind) and picks free ports for the other services, holding each until all are picked so that
+// no two services get the same one.
 func pickPorts(frontendPort int) (map[primitives.ServiceName]int, error) {
 	ports := map[primitives.ServiceName]int{}
 	for _, service := range temporal.DefaultServices {
@@ -213,8 +215,8 @@ func pickPorts(frontendPort int) (map[primitives.ServiceName]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("devserver: %s port: %w", service, err)
 		}
+		defer l.Close()
 		ports[primitives.ServiceName(service)] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
 	}
 	return ports, nil
 }
@@ -222,7 +224,6 @@ func pickPorts(frontendPort int) (map[primitives.ServiceName]int, error) {
 func serverConfig(store *config.SQL, ports map[primitives.ServiceName]int) *config.Config {
 	frontend := hostPort(ports[primitives.FrontendService])
 	conf := &config.Config{}
-	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
 	conf.Global.Membership.BroadcastAddress = loopback
 	conf.Persistence.DefaultStore = "sqlite"
 	conf.Persistence.VisibilityStore = "sqlite"

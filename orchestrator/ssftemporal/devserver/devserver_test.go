@@ -22,10 +22,13 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ssfkit/ssfkit/internal/temporaltest"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal/devserver"
 )
 
 const taskQueue = "devserver-test"
+
+func TestMain(m *testing.M) { temporaltest.Main(m) }
 
 func TestWorkflowWithActivityCompletes(t *testing.T) {
 	n := startNode(t, devserver.Options{})
@@ -110,10 +113,32 @@ func TestListensOnLoopbackOnly(t *testing.T) {
 	}
 }
 
+// TestTemporaltestSharesOneServer checks internal/temporaltest here rather than in a test binary
+// of its own: every binary that links the Temporal server adds about half a minute to CI.
+func TestTemporaltestSharesOneServer(t *testing.T) {
+	w := worker.New(temporaltest.Client(t), taskQueue, worker.Options{})
+	w.RegisterWorkflow(greetingWorkflow)
+	w.RegisterActivity(greet)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	// A second client reaches the worker through the same server.
+	if got := runGreeting(t, temporaltest.Client(t), "shared"); got != "hello shared" {
+		t.Fatalf("workflow returned %q, want %q", got, "hello shared")
+	}
+}
+
 // BenchmarkThreeActivityWorkflow runs a workflow of three trivial activities end to end (start,
 // then wait for the result), one at a time, under Temporal's default dynamic config and under
 // devserver.TunedConfig. Percentiles need samples: run it with -benchtime 300x or more.
-func BenchmarkThreeActivityWorkflow(b *testing.B) {
+func BenchmarkThreeActivityWorkflow(b *testing.B) { benchmarkWorkflow(b, threeActivityWorkflow) }
+
+// BenchmarkThreeTimerWorkflow is the same with a workflow that sleeps 10 ms three times; under
+// the default config it takes seconds per workflow, so -benchtime 20x is plenty.
+func BenchmarkThreeTimerWorkflow(b *testing.B) { benchmarkWorkflow(b, threeTimerWorkflow) }
+
+func benchmarkWorkflow(b *testing.B, workflowFunc func(workflow.Context, int) (int, error)) {
 	temporalDefaults := map[string]any{}
 	for key := range devserver.TunedConfig() {
 		temporalDefaults[key] = nil
@@ -128,7 +153,7 @@ func BenchmarkThreeActivityWorkflow(b *testing.B) {
 			runOnce := func(id string) time.Duration {
 				start := time.Now()
 				run, err := n.client.ExecuteWorkflow(ctx,
-					client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, threeActivityWorkflow, 0)
+					client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, workflowFunc, 0)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -189,6 +214,7 @@ func startNode(t testing.TB, opts devserver.Options) *node {
 	w.RegisterWorkflow(greetingWorkflow)
 	w.RegisterWorkflow(resumableWorkflow)
 	w.RegisterWorkflow(threeActivityWorkflow)
+	w.RegisterWorkflow(threeTimerWorkflow)
 	w.RegisterActivity(greet)
 	w.RegisterActivity(increment)
 	if err := w.Start(); err != nil {
@@ -228,6 +254,16 @@ func threeActivityWorkflow(ctx workflow.Context, n int) (int, error) {
 		if err := workflow.ExecuteActivity(ctx, increment, n).Get(ctx, &n); err != nil {
 			return 0, err
 		}
+	}
+	return n, nil
+}
+
+func threeTimerWorkflow(ctx workflow.Context, n int) (int, error) {
+	for range 3 {
+		if err := workflow.Sleep(ctx, 10*time.Millisecond); err != nil {
+			return 0, err
+		}
+		n++
 	}
 	return n, nil
 }
