@@ -18,6 +18,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
 	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
@@ -188,5 +190,40 @@ func TestApplicationErrorIsNotRetried(t *testing.T) {
 	}
 	if attempts != 1 {
 		t.Fatalf("%d attempts of an activity that failed in application code", attempts)
+	}
+}
+
+// Spawn registers the SSF's instance through the host's queue and returns; the queue's
+// consumer runs it, once, even though the workflow's activity retries after a crash.
+func TestSpawnThroughQueue(t *testing.T) {
+	inj := crashkit.At(3) // the first attempt of the spawning activity dies after registering
+	f := newFixture(t, inj)
+	q, err := queue.Open(context.Background(), "mem://spawn-"+t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	if err := f.host.UseQueue("counter", q); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- f.host.ServeQueues(ctx, queue.ServeOptions{Logger: quiet}) }()
+	defer func() { stop(); <-served }()
+
+	inj.Enable(true)
+	env := f.env(t)
+	env.ExecuteWorkflow(func(ctx workflow.Context) error { return Spawn(ctx, "counter", 7) })
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); f.item(t, "counter", "c", "n") != "7"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the spawned instance did not run: counter %q", f.item(t, "counter", "c", "n"))
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // a second run, if any, would add 7 more
+	if got := f.item(t, "counter", "c", "n"); got != "7" || len(inj.Crashes()) != 1 {
+		t.Fatalf("counter %s after one spawn (crashes %v)", got, inj.Crashes())
 	}
 }
