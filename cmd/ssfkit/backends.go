@@ -108,11 +108,5 @@ func benchBackends(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if *plotPath != "" {
-		if err := rep.WritePlot(*plotPath); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "bench backends: wrote %s\n", *plotPath)
-	}
-	return emitReport(stdout, rep, *out, *asJSON)
+	return emitPlottedReport(stdout, stderr, "bench backends", rep, *plotPath, *out, *asJSON)
 }

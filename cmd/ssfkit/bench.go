@@ -159,6 +159,24 @@ type markdownReport interface{ WriteMarkdown(io.Writer) error }
 
 // emitReport writes rep to the file out as Markdown if out is set, then to stdout as JSON or
 // Markdown.
+// plottedReport is a report that can also draw its chart.
+type plottedReport interface {
+	markdownReport
+	WritePlot(path string) error
+}
+
+// emitPlottedReport writes the chart to plotPath if set (saying so on stderr), then emits the
+// report as emitReport does.
+func emitPlottedReport(stdout, stderr io.Writer, cmd string, rep plottedReport, plotPath, out string, asJSON bool) error {
+	if plotPath != "" {
+		if err := rep.WritePlot(plotPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%s: wrote %s\n", cmd, plotPath)
+	}
+	return emitReport(stdout, rep, out, asJSON)
+}
+
 func emitReport(stdout io.Writer, rep markdownReport, out string, asJSON bool) error {
 	if out != "" {
 		if err := writeFile(out, rep.WriteMarkdown); err != nil {

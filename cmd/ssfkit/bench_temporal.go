@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/ssfkit/ssfkit/internal/bench"
@@ -31,11 +30,5 @@ func benchTemporal(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if *plotPath != "" {
-		if err := rep.WritePlot(*plotPath); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "bench temporal: wrote %s\n", *plotPath)
-	}
-	return emitReport(stdout, rep, *out, *asJSON)
+	return emitPlottedReport(stdout, stderr, "bench temporal", rep, *plotPath, *out, *asJSON)
 }
