@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ssfkit/ssfkit/examples/travel"
+	"github.com/ssfkit/ssfkit/internal/childproc"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal/devserver"
 )
 
@@ -396,7 +397,7 @@ func (w *workerProcesses) start() error {
 	cmd := exec.Command(exe, w.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The worker dies with the demo, whatever kills the demo.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.Attr(false)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("starting the worker process: %w", err)

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ssfkit/ssfkit/internal/childproc"
 	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
@@ -141,8 +142,8 @@ func StartProcess(path string, args []string, env ...string) (*Process, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	// Pdeathsig: a test binary killed by its timeout skips StopAll; the emulator dies with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A test binary killed by its timeout skips StopAll; the emulator dies with it.
+	cmd.SysProcAttr = childproc.Attr(true)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
