@@ -26,6 +26,10 @@ const TablePlaceholder = "{table}"
 // MinRowBytes is the smallest max_row_bytes a driver accepts: the runtime's own attributes must fit.
 const MinRowBytes = 256
 
+// PortableMaxRowBytes is the drivers' default row size limit: DynamoDB's item limit, the
+// smallest among the clouds' stores, so a value that fits one backend fits every one.
+const PortableMaxRowBytes = 400 * 1024
+
 // MaxRowBytes returns u's max_row_bytes parameter (a driver's size limit lowered, e.g. to the
 // smallest among the backends an application runs on), or def when absent.
 func MaxRowBytes(u *URL, def int) (int, error) {

@@ -51,7 +51,7 @@ func init() { store.Register("aztables", open) }
 const (
 	// DefaultMaxRowBytes matches the other drivers (DynamoDB's item limit), so a row that fits
 	// here fits on every backend.
-	DefaultMaxRowBytes = 400 * 1024
+	DefaultMaxRowBytes = store.PortableMaxRowBytes
 	// MaxRowBytes is the largest max_row_bytes accepted: 15 chunks of 64 KiB, which with keys of
 	// up to 1 KiB each and the property overhead stays under Azure's 1 MiB entity limit.
 	MaxRowBytes = maxChunks * chunkBytes

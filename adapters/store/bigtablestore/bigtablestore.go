@@ -50,7 +50,7 @@ func init() { store.Register("bigtable", open) }
 
 const (
 	// DefaultMaxRowBytes matches DynamoDB's item limit, so a value that fits here fits there.
-	DefaultMaxRowBytes = 400 * 1024
+	DefaultMaxRowBytes = store.PortableMaxRowBytes
 	// maxCellBytes is Bigtable's hard limit on one cell value; the attributes are one cell.
 	maxCellBytes = 100 << 20
 	// maxKeyBytes is Bigtable's row key limit.

@@ -52,7 +52,7 @@ func init() { store.Register("firestore", open) }
 
 const (
 	// DefaultMaxRowBytes matches DynamoDB's item limit, so a value that fits here fits there.
-	DefaultMaxRowBytes = 400 * 1024
+	DefaultMaxRowBytes = store.PortableMaxRowBytes
 	// MaxRowBytesLimit is the largest max_row_bytes accepted: Firestore's 1 MiB document limit
 	// less room for the document name (up to about 4.5 KiB with maximal IDs) and field names.
 	MaxRowBytesLimit = 1<<20 - 8<<10

@@ -17,7 +17,7 @@ import (
 func init() { store.Register("mem", open) }
 
 // DefaultMaxRowBytes matches DynamoDB's 400 KB item limit so oversize bugs surface locally.
-const DefaultMaxRowBytes = 400 * 1024
+const DefaultMaxRowBytes = store.PortableMaxRowBytes
 
 var (
 	sharedMu sync.Mutex

@@ -33,7 +33,7 @@ const (
 	// DefaultTable is the SQL table used when the URL names none.
 	DefaultTable = "ssfkit"
 	// DefaultMaxRowBytes matches DynamoDB's item limit, so a value that fits here fits there.
-	DefaultMaxRowBytes = 400 * 1024
+	DefaultMaxRowBytes = store.PortableMaxRowBytes
 )
 
 // Driver is a store.Driver over one PostgreSQL table.

@@ -39,7 +39,7 @@ const (
 	// DefaultTable is the SQL table used when the URL names none.
 	DefaultTable = "ssfkit"
 	// DefaultMaxRowBytes matches DynamoDB's 400 KB item limit.
-	DefaultMaxRowBytes = 400 * 1024
+	DefaultMaxRowBytes = store.PortableMaxRowBytes
 	// busyTimeout is how long a writer waits for another process's write transaction.
 	busyTimeout = 10 * time.Second
 )
