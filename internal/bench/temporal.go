@@ -75,6 +75,10 @@ type TemporalConfig struct {
 	// Block is how many workflows one variant runs before the other's turn; the order swaps
 	// every round, so drift affects both alike.
 	Block int
+	// PendingIndex runs the SSF without Config.Hold, as a runtime that does not rely on
+	// Temporal's retries: each activity instance goes through the pending index and the intent
+	// collector's bookkeeping. The default is what `ssfkit worker` runs.
+	PendingIndex bool
 }
 
 func (c *TemporalConfig) validate() error {
@@ -99,17 +103,19 @@ func (c *TemporalConfig) validate() error {
 
 // TemporalReport is the outcome of RunTemporal.
 type TemporalReport struct {
-	Machine     Machine        `json:"machine"`
-	Store       string         `json:"store"`
-	Steps       int            `json:"steps"`
-	Workflows   int            `json:"workflows"`
-	Warmup      int            `json:"warmup"`
-	Concurrency int            `json:"concurrency"`
-	Block       int            `json:"block"`
-	Started     time.Time      `json:"started"`
-	Seconds     float64        `json:"seconds"`
-	Plain       TemporalResult `json:"plain"`
-	EO          TemporalResult `json:"eo"`
+	Machine     Machine `json:"machine"`
+	Store       string  `json:"store"`
+	Steps       int     `json:"steps"`
+	Workflows   int     `json:"workflows"`
+	Warmup      int     `json:"warmup"`
+	Concurrency int     `json:"concurrency"`
+	Block       int     `json:"block"`
+	// PendingIndex: the SSF ran without Config.Hold (TemporalConfig.PendingIndex).
+	PendingIndex bool           `json:"pending_index"`
+	Started      time.Time      `json:"started"`
+	Seconds      float64        `json:"seconds"`
+	Plain        TemporalResult `json:"plain"`
+	EO           TemporalResult `json:"eo"`
 	// Ratios are EO / plain.
 	Ratios TemporalRatios `json:"ratios"`
 	// StepOverheadUS is what exactly-once adds to a step: the EO per-step median minus the
@@ -160,7 +166,7 @@ func RunTemporal(ctx context.Context, cfg TemporalConfig, progress io.Writer) (*
 		return nil, err
 	}
 	rep := &TemporalReport{Machine: thisMachine(), Steps: cfg.Steps, Workflows: cfg.Workflows, Warmup: cfg.Warmup,
-		Concurrency: cfg.Concurrency, Block: cfg.Block, Started: time.Now()}
+		Concurrency: cfg.Concurrency, Block: cfg.Block, PendingIndex: cfg.PendingIndex, Started: time.Now()}
 	// The worker's loggers write from their own goroutines.
 	progress = &lockedWriter{w: progress}
 	warnings := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -191,13 +197,6 @@ func RunTemporal(ctx context.Context, cfg TemporalConfig, progress io.Writer) (*
 		return nil, err
 	}
 	defer eoTable.Close()
-	host := local.NewHost()
-	host.Logger = warnings
-	defer host.Close()
-	if _, err := host.Add(ssf.Config{Name: stepSSF, Store: eoTable, Handler: incrementStep, Logger: warnings}); err != nil {
-		return nil, fmt.Errorf("bench temporal: %w", err)
-	}
-
 	srv, err := devserver.Start(devserver.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("bench temporal: embedded Temporal server: %w", err)
@@ -208,6 +207,16 @@ func RunTemporal(ctx context.Context, cfg TemporalConfig, progress io.Writer) (*
 		return nil, fmt.Errorf("bench temporal: connecting to the embedded server: %w", err)
 	}
 	defer c.Close()
+	host := local.NewHost()
+	host.Logger = warnings
+	defer host.Close()
+	ssfCfg := ssf.Config{Name: stepSSF, Store: eoTable, Handler: incrementStep, Logger: warnings}
+	if !cfg.PendingIndex {
+		ssfCfg.Hold = ssftemporal.HoldWhileOpen(c, 2*ssf.DefaultLifetime) // the default GCBound
+	}
+	if _, err := host.Add(ssfCfg); err != nil {
+		return nil, fmt.Errorf("bench temporal: %w", err)
+	}
 	r := &temporalRun{c: c, queue: "ssfkit-bench-" + run, run: run, steps: cfg.Steps, concurrency: cfg.Concurrency, timer: &activityTimer{}}
 	w := worker.New(c, r.queue, worker.Options{Interceptors: []interceptor.WorkerInterceptor{r.timer}})
 	ssftemporal.Register(w, host)
@@ -504,6 +513,11 @@ func (r *TemporalReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- store: `%s`; the plain activity and the SSF each on their own table\n", r.Store)
 	fmt.Fprintf(&b, "- a workflow runs %d steps one after the other; each step reads the workflow's own counter and writes it back incremented: %s as activity `%s` (one Get and one Update on the store, nothing logged), %s as SSF `%s` called with `ssftemporal.Call` (env.ReadInto and env.Write in an SSF instance per activity); same activity options for both\n",
 		r.Steps, TemporalPlain, plainStepActivity, TemporalEO, stepSSF)
+	index := "Config.Hold set as `ssfkit worker` sets it: activity instances skip the pending index, Temporal retrying them"
+	if r.PendingIndex {
+		index = "no Config.Hold (`--pending-index`): activity instances go through the pending index, as instances outside Temporal do"
+	}
+	fmt.Fprintf(&b, "- SSF runtime: %s\n", index)
 	fmt.Fprintf(&b, "- per variant: %d workflows measured after %d unmeasured; %d in flight; the variants take turns in blocks of %d (the order swaps every round); throughput = measured workflows / time in the variant's measured blocks\n",
 		r.Workflows, r.Warmup, r.Concurrency, r.Block)
 	fmt.Fprintf(&b, "- workflow: from ExecuteWorkflow to its result, at the client; per step: workflow / %d; activity body: time inside the activity function (a worker interceptor times it), for an SSF the whole exactly-once instance\n", r.Steps)

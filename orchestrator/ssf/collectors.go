@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -53,7 +54,11 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 				}
 				continue
 			case a[attrDone] == true:
-				if err := rt.moveToFinished(ctx, id); err != nil {
+				in, err := decodeIntent(id, a)
+				if err != nil {
+					return rep, err
+				}
+				if err := rt.moveToFinished(ctx, in); err != nil {
 					return rep, err
 				}
 				rep.Repaired++
@@ -83,11 +88,14 @@ type GCReport struct {
 	Stamped        int // finished intents given a finish time
 	Recyclable     int // intents finished more than T ago
 	Held           int // intents finished more than T ago but kept: their holder may still re-send the request
+	Adopted        int // unfinished instances whose holder closed, handed to the intent collector
 	LogRowsDeleted int // read- and invoke-log entries removed
 	Disconnected   int // DAAL rows unlinked from their list
 	Dangling       int // unreachable DAAL rows given a dangle time
 	RowsDeleted    int // unreachable DAAL rows deleted T after they dangled
 	IntentsRemoved int // intents removed (last)
+	TxsRemoved     int // finished transactions whose record and shadows were removed
+	ShadowRows     int // rows of those transactions' shadow DAALs deleted
 	Items          int // linked DAALs visited
 }
 
@@ -97,7 +105,8 @@ type GCReport struct {
 //
 //  1. stamp finish times on newly finished intents; intents finished more than T ago are
 //     recyclable: no execution of them is alive, and none will start;
-//  2. delete the read and invoke logs of recyclable intents;
+//  2. delete the read and invoke logs of recyclable intents, and the record and shadow DAALs of
+//     the transactions recyclable transaction-end instances ended;
 //  3. for each item, unlink non-tail rows whose write-log entries all belong to recyclable or
 //     removed intents (the head is never unlinked);
 //  4. give rows found unreachable a dangle time, and delete them T later, when no traversal
@@ -108,8 +117,9 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 	var rep GCReport
 	now := rt.now()
 	recyclable := map[string]bool{}
+	var endedTxs []string // ended by recyclable instances
 	for s := 0; s < rt.cfg.IndexShards; s++ {
-		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime)}})
+		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrEndsTx)}})
 		if err != nil {
 			return rep, err
 		}
@@ -126,15 +136,21 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 			if time.Duration(now-fin) <= rt.cfg.GCBound {
 				continue
 			}
-			held, err := rt.held(ctx, row.Key.Sort)
+			v, err := rt.judge(ctx, row.Key.Sort, row.Attrs)
 			if err != nil {
 				return rep, err
 			}
-			if held {
+			switch v {
+			case entryHeld:
 				rep.Held++
-				continue
+			case entryAdopted:
+				rep.Adopted++
+			case entryRecyclable:
+				recyclable[row.Key.Sort] = true
+				if tx, ok := row.Attrs[attrEndsTx].(string); ok {
+					endedTxs = append(endedTxs, tx)
+				}
 			}
-			recyclable[row.Key.Sort] = true
 		}
 	}
 	rep.Recyclable = len(recyclable)
@@ -152,6 +168,12 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 				return rep, err
 			}
 			rep.LogRowsDeleted++
+		}
+	}
+
+	for _, tx := range endedTxs {
+		if err := rt.collectTx(ctx, tx, &rep); err != nil {
+			return rep, err
 		}
 	}
 
@@ -181,25 +203,106 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 	return rep, nil
 }
 
-// held reports whether a finished instance's holder may still send its request again.
-func (rt *Runtime) held(ctx context.Context, id string) (bool, error) {
+// collectTx removes what a finished transaction left in this SSF: its shadow DAALs and its
+// record. The instance that ended it here is recyclable, so none of the transaction's executions
+// can still run: each began before the end did, and T has passed since the end finished. The
+// record goes last, being how the shadows are found.
+func (rt *Runtime) collectTx(ctx context.Context, txID string, rep *GCReport) error {
+	record, err := rt.st.Scan(ctx, txPartition(txID), store.ScanOptions{Projection: []store.Path{}})
+	if err != nil {
+		return err
+	}
+	for _, r := range record {
+		item, ok := strings.CutPrefix(r.Key.Sort, "k|")
+		if !ok {
+			continue // a callee, which collects its own
+		}
+		table, key, _ := strings.Cut(item, "|")
+		part := shadowPartition(txID, table, key)
+		if _, err := rt.st.Delete(ctx, directoryKey(rt.cfg.IndexShards, part), store.Always()); err != nil {
+			return err
+		}
+		rows, err := rt.st.Scan(ctx, part, store.ScanOptions{Projection: []store.Path{}})
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
+				return err
+			}
+			rep.ShadowRows++
+		}
+	}
+	for _, r := range record {
+		if _, err := rt.st.Delete(ctx, r.Key, store.Always()); err != nil {
+			return err
+		}
+	}
+	rep.TxsRemoved++
+	return nil
+}
+
+// entryVerdict is what the garbage collector does with a finished-index entry stamped more
+// than T ago.
+type entryVerdict int
+
+const (
+	entryRecyclable entryVerdict = iota
+	entryHeld                    // kept: its holder may still send the request
+	entryAdopted                 // its holder closed unfinished: handed to the intent collector now
+	entryWithIC                  // handed to the intent collector on an earlier pass
+)
+
+// judge decides an entry. An ordinary entry is a done intent, held only while its holder may
+// re-send the request. An entry naming a holder was written when the intent was created
+// (holderRetries): the instance may be unfinished, and only its holder knows whether it may
+// still run.
+func (rt *Runtime) judge(ctx context.Context, id string, entry store.Attrs) (entryVerdict, error) {
+	holder, heldIndex := entry[attrHolder].(string)
+	if !heldIndex {
+		if rt.cfg.Hold == nil {
+			return entryRecyclable, nil
+		}
+		a, found, err := rt.st.Get(ctx, intentKey(id))
+		if err != nil || !found {
+			return entryRecyclable, err
+		}
+		if holder, _ = a[attrHolder].(string); holder == "" {
+			return entryRecyclable, nil
+		}
+		return rt.askHolder(ctx, id, holder), nil
+	}
 	if rt.cfg.Hold == nil {
-		return false, nil
+		rt.log.Warn("garbage collector: instance created for a holder, but no Config.Hold to ask it; keeping it", "instance", id, "holder", holder)
+		return entryHeld, nil
+	}
+	if v := rt.askHolder(ctx, id, holder); v == entryHeld {
+		return v, nil
 	}
 	a, found, err := rt.st.Get(ctx, intentKey(id))
-	if err != nil || !found {
-		return false, err
+	if err != nil || !found || a[attrDone] == true {
+		return entryRecyclable, err // absent: its creator died before the intent, and no retry will come
 	}
-	holder, _ := a[attrHolder].(string)
-	if holder == "" {
-		return false, nil
+	// The holder closed with the instance unfinished (a terminated workflow): the intent
+	// collector finishes it like any unfinished instance, releasing what it holds.
+	r, err := rt.st.Update(ctx, pendingKey(rt.cfg.IndexShards, id), store.RowAbsent(), store.Update{store.SetAttr(store.Attr(attrLaunched), int64(0))})
+	if err != nil || !r.Applied {
+		return entryWithIC, err
 	}
+	return entryAdopted, nil
+}
+
+// askHolder asks Config.Hold whether the instance's holder may still send its request.
+func (rt *Runtime) askHolder(ctx context.Context, id, holder string) entryVerdict {
 	held, err := rt.cfg.Hold(ctx, holder)
 	if err != nil {
 		rt.log.Warn("garbage collector: cannot tell whether the instance's holder is done; keeping it", "instance", id, "holder", holder, "err", err)
-		return true, nil
+		return entryHeld
 	}
-	return held, nil
+	if held {
+		return entryHeld
+	}
+	return entryRecyclable
 }
 
 // recyclability answers whether a write-log entry's instance can no longer be running: it is

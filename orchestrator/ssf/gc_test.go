@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -364,4 +367,145 @@ func TestGCKeepsHeldInstances(t *testing.T) {
 	if r := gc(t, rt); r.Held != 0 || r.IntentsRemoved != 1 {
 		t.Fatalf("with the holder closed: %+v, want the held intent removed", r)
 	}
+}
+
+// An instance whose holder retries it (a Temporal activity) skips the pending index: the
+// intent collector leaves it to the holder. If the holder closes with the instance unfinished
+// (a terminated workflow), the garbage collector hands it to the intent collector, which
+// finishes it once, and the next pass collects it.
+func TestGCAdoptsInstancesTheirHolderAbandoned(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	var mu sync.Mutex
+	open, broken := true, true
+	locked := func(f func()) { mu.Lock(); defer mu.Unlock(); f() }
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	rt, err := h.Add(ssf.Config{
+		Name: "held", Store: newTable(), Lifetime: lifetime, GCBound: bound, RelaunchDelay: time.Second, Clock: c,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Hold:   func(context.Context, string) (held bool, _ error) { locked(func() { held = open }); return held, nil },
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			v, err := env.Read("t", "k")
+			if err != nil {
+				return nil, err
+			}
+			var n int
+			if len(v) > 0 {
+				if err := json.Unmarshal(v, &n); err != nil {
+					return nil, err
+				}
+			}
+			if err := env.Write("t", "k", n+1); err != nil {
+				return nil, err
+			}
+			var fail bool
+			locked(func() { fail = broken })
+			if fail {
+				_, err := env.SyncInvoke("nobody", nil) // abandons the execution after its write
+				return nil, err
+			}
+			return n + 1, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := rt.Handle(ctx, ssf.Request{InstanceID: "act-1", Holder: "workflow-1"}); err == nil {
+		t.Fatal("the first execution should have been abandoned")
+	}
+	if n, err := rt.Pending(ctx); err != nil || n != 0 {
+		t.Fatalf("pending entries for a held instance: %d %v", n, err)
+	}
+	c.Advance(time.Minute)
+	if r, err := rt.CollectIntents(ctx); err != nil || r.Relaunched != 0 {
+		t.Fatalf("the intent collector relaunched a held instance: %+v %v", r, err)
+	}
+	gc(t, rt)
+	c.Advance(bound + time.Second)
+	if r := gc(t, rt); r.Held != 1 || r.Adopted != 0 || r.IntentsRemoved != 0 {
+		t.Fatalf("with the holder open: %+v, want it held", r)
+	}
+	locked(func() { open, broken = false, false })
+	if r := gc(t, rt); r.Adopted != 1 || r.IntentsRemoved != 0 {
+		t.Fatalf("with the holder closed and the instance unfinished: %+v, want it adopted", r)
+	}
+	if r := gc(t, rt); r.Adopted != 0 || r.IntentsRemoved != 0 {
+		t.Fatalf("a second pass: %+v, want nothing (the intent collector has it)", r)
+	}
+	if r, err := rt.CollectIntents(ctx); err != nil || r.Relaunched != 1 {
+		t.Fatalf("intent collector: %+v %v, want the adopted instance relaunched", r, err)
+	}
+	h.Wait()
+	st, err := rt.Intent(ctx, "act-1")
+	if err != nil || !st.Done || string(st.Result.Output) != "1" {
+		t.Fatalf("adopted instance: %+v %v, want done with 1 (its write applied once)", st, err)
+	}
+	c.Advance(2 * time.Second)
+	if r, err := rt.CollectIntents(ctx); err != nil || r.Repaired != 1 {
+		t.Fatalf("intent collector: %+v %v, want the pending entry moved", r, err)
+	}
+	if r := gc(t, rt); r.IntentsRemoved != 1 {
+		t.Fatalf("after it finished: %+v, want it removed", r)
+	}
+}
+
+// A finished transaction's record and shadow DAALs go once the instances that ended it are
+// recyclable, in every SSF it touched; committed values stay.
+func TestGCRemovesFinishedTransactions(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	rts, drivers := map[string]*ssf.Runtime{}, map[string]*memstore.Driver{}
+	for name, fn := range map[string]ssf.Handler{"accounts": accounts, "teller": teller} {
+		d := memstore.New(memstore.DefaultMaxRowBytes)
+		rt, err := h.Add(ssf.Config{Name: name, Store: store.NewTable(d, "mem://"+name), Handler: fn, RowCapacity: 2,
+			Lifetime: lifetime, GCBound: bound, Clock: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts[name], drivers[name] = rt, d
+	}
+	ctx := context.Background()
+	for _, a := range []string{"a", "b"} {
+		if _, err := h.Invoke(ctx, "accounts", "open-"+a, map[string]any{"account": a, "set": 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Committed, aborted for lack of funds, committed again on the same accounts.
+	for i, tr := range []transfer{{"a", "b", 30}, {"a", "b", 500}, {"b", "a", 10}} {
+		if _, err := h.Invoke(ctx, "teller", fmt.Sprintf("t%d", i), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txData := func() []string {
+		var left []string
+		for name, d := range drivers {
+			for _, p := range d.Partitions() {
+				if strings.HasPrefix(p, "s|") || strings.HasPrefix(p, "x|") {
+					left = append(left, name+": "+p)
+				}
+			}
+		}
+		return left
+	}
+	if len(txData()) == 0 {
+		t.Fatal("no transaction records or shadows to collect: the test does not test anything")
+	}
+	for _, rt := range rts {
+		gc(t, rt)
+	}
+	c.Advance(bound + time.Second)
+	removed := 0
+	for _, rt := range rts {
+		removed += gc(t, rt).TxsRemoved
+	}
+	if left := txData(); len(left) != 0 || removed != 6 {
+		t.Fatalf("after T: %d transaction ends collected (want 3 transactions x 2 SSFs); left behind: %v", removed, left)
+	}
+	if got := balances(t, rts["accounts"]); got["bal/a"] != "80" || got["bal/b"] != "120" {
+		t.Fatalf("balances after collection: %v", got)
+	}
+	noLocks(t, rts)
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store"
 )
 
-// Pending returns how many instances have not finished, from the unfinished-intent index.
+// Pending returns how many instances the intent collector has yet to finish, from the
+// unfinished-intent index (instances whose holder retries them are not in it: holderRetries).
 func (rt *Runtime) Pending(ctx context.Context) (int, error) {
 	n := 0
 	for s := 0; s < rt.cfg.IndexShards; s++ {

@@ -59,6 +59,8 @@ const (
 	attrTxStart    = "TxStart"    // int64 that transaction's wait-die age
 	attrBuiltin    = "Builtin"    // string runtime handler the instance runs (tx-end)
 	attrHolder     = "Holder"     // string what may re-send the request after it finished (Request.Holder)
+	attrHeldIndex  = "HeldIndex"  // bool: in the finished index from creation; its holder retries it
+	attrEndsTx     = "EndsTx"     // string, on a finished-index entry: the transaction the instance ended
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }

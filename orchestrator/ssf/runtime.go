@@ -212,6 +212,8 @@ type intent struct {
 	start   int64
 	tx      *TxContext // the transaction inherited from the caller
 	builtin string     // the runtime handler to run instead of the SSF's
+	// heldIndex: the finished-index entry was written at creation (holderRetries)
+	heldIndex bool
 }
 
 func decodeIntent(id string, a store.Attrs) (*intent, error) {
@@ -230,6 +232,7 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 		in.tx = &TxContext{ID: id, Start: start, Mode: TxExecute}
 	}
 	in.builtin, _ = a[attrBuiltin].(string)
+	in.heldIndex, _ = a[attrHeldIndex].(bool)
 	if r, ok := a[attrResult].([]byte); ok {
 		if err := json.Unmarshal(r, &in.result); err != nil {
 			return nil, fmt.Errorf("%w: intent %s: result: %v", ErrCorrupt, id, err)
@@ -238,17 +241,22 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 	return in, nil
 }
 
-// ensureIntent returns the instance's intent, creating it (and its pending-index entry) for a
-// new instance. created reports whether this call created it.
+// ensureIntent returns the instance's intent, creating it with its index entry for a new
+// instance. created reports whether this call created it.
 func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, created bool, err error) {
 	key := intentKey(req.InstanceID)
-	a, found, err := rt.st.Get(ctx, key)
-	if err != nil {
-		return nil, false, err
-	}
-	if found {
-		in, err := decodeIntent(req.InstanceID, a)
-		return in, false, err
+	heldIndex := rt.holderRetries(req)
+	if !heldIndex {
+		// Most requests for an existing instance are re-executions and callbacks' re-sends: one
+		// read, and no index write, serves them.
+		a, found, err := rt.st.Get(ctx, key)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			in, err := decodeIntent(req.InstanceID, a)
+			return in, false, err
+		}
 	}
 	if len(req.Input) > 0 && !json.Valid(req.Input) {
 		return nil, false, fmt.Errorf("%w: SSF %s: input of instance %s is not valid JSON", ErrBadInput, rt.cfg.Name, req.InstanceID)
@@ -262,6 +270,9 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 	}
 	if req.Holder != "" {
 		upd = append(upd, store.SetAttr(store.Attr(attrHolder), req.Holder))
+	}
+	if heldIndex {
+		upd = append(upd, store.SetAttr(store.Attr(attrHeldIndex), true))
 	}
 	if req.Tx != nil && req.Tx.Mode == TxExecute {
 		upd = append(upd, store.SetAttr(store.Attr(attrTxID), req.Tx.ID), store.SetAttr(store.Attr(attrTxStart), req.Tx.Start))
@@ -278,17 +289,35 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 			store.SetAttr(store.Attr(attrCallerID), req.Caller.InstanceID),
 			store.SetAttr(store.Attr(attrCallerStep), int64(req.Caller.Step)))
 	}
+	index := store.BatchUpdate{Key: pendingKey(rt.cfg.IndexShards, req.InstanceID), Cond: store.Always(),
+		Update: store.Update{store.SetAttr(store.Attr(attrLaunched), now)}}
+	if heldIndex {
+		// The entry names the holder, so the garbage collector can ask it even about an entry
+		// whose intent was never created; a fresh launch clears the finish stamp, restarting
+		// the GC's count.
+		index = store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, req.InstanceID), Cond: store.Always(),
+			Update: store.Update{store.SetAttr(store.Attr(attrHolder), req.Holder), store.RemoveAttr(store.Attr(attrFinishTime))}}
+	}
 	// The index entry comes first (batches apply in order where they are not atomic): an
-	// intent that exists is always findable by the collector.
-	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{
-		{Key: pendingKey(rt.cfg.IndexShards, req.InstanceID), Cond: store.Always(), Update: store.Update{store.SetAttr(store.Attr(attrLaunched), now)}},
-		{Key: key, Cond: store.RowAbsent(), Update: upd},
-	})
+	// intent that exists is always findable by the collectors. On the held path the creation
+	// is attempted first: a retried activity finds its intent in the failed condition's answer.
+	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{index, {Key: key, Cond: store.RowAbsent(), Update: upd}})
 	if err != nil {
 		return nil, false, err
 	}
 	in, err = decodeIntent(req.InstanceID, rs[1].Attrs)
 	return in, rs[1].Applied, err
+}
+
+// holderRetries reports whether a new instance's holder retries it until it finishes (a
+// Temporal activity: the workflow history records it, and the server retries it), which makes
+// the pending index and the intent collector's relaunches redundant. Such an intent goes
+// straight into the finished index, naming its holder; the garbage collector asks the holder
+// before collecting it, and hands an instance whose holder closed unfinished to the intent
+// collector. Transaction participants and built-ins keep the pending index: they hold locks,
+// which the intent collector must be able to release without asking anyone.
+func (rt *Runtime) holderRetries(req Request) bool {
+	return req.Holder != "" && rt.cfg.Hold != nil && req.Tx == nil && req.Builtin == ""
 }
 
 func orNull(raw json.RawMessage) json.RawMessage {
@@ -395,7 +424,7 @@ func (rt *Runtime) execute(ctx context.Context, in *intent, replaying bool) (Res
 	}
 	// Reads still unlogged need no log: "done" is set once, with the result, and no execution
 	// of a done instance runs again. A concurrent execution that got here first wins.
-	final, err := rt.markDone(ctx, in.id, res)
+	final, err := rt.markDone(ctx, in, res)
 	if err != nil {
 		return Result{}, rt.abandon(in.id, err)
 	}
@@ -415,51 +444,71 @@ func (rt *Runtime) runHandler(env *Env, handler Handler, args json.RawMessage) (
 }
 
 // markDone records the result and marks the intent done, unless another execution already
-// did, then moves it from the pending to the finished index; it returns the result that stands.
-func (rt *Runtime) markDone(ctx context.Context, id string, res Result) (Result, error) {
+// did, then moves it from the pending to the finished index (an intent on the held path is
+// there already); it returns the result that stands.
+func (rt *Runtime) markDone(ctx context.Context, in *intent, res Result) (Result, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return Result{}, err
 	}
 	// "Done" goes before the finished-index entry (batches apply in order where they are not
-	// atomic): the GC must never find an entry for an intent that is not done.
-	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{
-		{Key: intentKey(id), Cond: store.Equal(store.Attr(attrDone), false), Update: store.Update{
-			store.SetAttr(store.Attr(attrDone), true),
-			store.SetAttr(store.Attr(attrResult), b),
-		}},
-		rt.finishedEntry(id),
-	})
+	// atomic): the GC must never find an entry for an intent that is not done, unless the
+	// entry names a holder to ask.
+	batch := []store.BatchUpdate{{Key: intentKey(in.id), Cond: store.Equal(store.Attr(attrDone), false), Update: store.Update{
+		store.SetAttr(store.Attr(attrDone), true),
+		store.SetAttr(store.Attr(attrResult), b),
+	}}}
+	if !in.heldIndex {
+		batch = append(batch, rt.finishedEntry(in))
+	}
+	rs, err := rt.st.UpdateBatch(ctx, batch)
 	if err != nil {
 		return Result{}, err
 	}
 	if r := rs[0]; !r.Applied {
-		in, err := decodeIntent(id, r.Attrs)
+		stored, err := decodeIntent(in.id, r.Attrs)
 		if err != nil {
 			return Result{}, err
 		}
-		if !in.done {
-			return Result{}, fmt.Errorf("%w: intent %s vanished before it was done", ErrCorrupt, id)
+		if !stored.done {
+			return Result{}, fmt.Errorf("%w: intent %s vanished before it was done", ErrCorrupt, in.id)
 		}
-		res = in.result
+		res = stored.result
 	}
-	return res, rt.removePending(ctx, id)
+	if in.heldIndex {
+		return res, nil
+	}
+	return res, rt.removePending(ctx, in.id)
 }
 
-// finishedEntry puts an instance in the finished index, which the GC scans.
-func (rt *Runtime) finishedEntry(id string) store.BatchUpdate {
-	return store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, id), Cond: store.Always(),
-		Update: store.Update{store.SetAttr(store.Attr(attrDone), true)}}
+// finishedEntry puts an instance in the finished index, which the GC scans. The entry of a
+// transaction's end names the transaction: once that instance is recyclable, so are the
+// transaction's record and shadows in this SSF.
+func (rt *Runtime) finishedEntry(in *intent) store.BatchUpdate {
+	upd := store.Update{store.SetAttr(store.Attr(attrDone), true)}
+	if tx := in.endsTx(); tx != "" {
+		upd = append(upd, store.SetAttr(store.Attr(attrEndsTx), tx))
+	}
+	return store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, in.id), Cond: store.Always(), Update: upd}
+}
+
+// endsTx is the transaction a transaction-end instance ends, or "".
+func (in *intent) endsTx() string {
+	var end txEndInput
+	if in.builtin != builtinTxEnd || json.Unmarshal(in.args, &end) != nil {
+		return ""
+	}
+	return end.Tx.ID
 }
 
 // moveToFinished moves a done intent from the pending to the finished index, in that order, so
 // a crash in between leaves it in both (the IC repairs it) and never in neither.
-func (rt *Runtime) moveToFinished(ctx context.Context, id string) error {
-	e := rt.finishedEntry(id)
+func (rt *Runtime) moveToFinished(ctx context.Context, in *intent) error {
+	e := rt.finishedEntry(in)
 	if _, err := rt.st.Update(ctx, e.Key, e.Cond, e.Update); err != nil {
 		return err
 	}
-	return rt.removePending(ctx, id)
+	return rt.removePending(ctx, in.id)
 }
 
 func (rt *Runtime) removePending(ctx context.Context, id string) error {

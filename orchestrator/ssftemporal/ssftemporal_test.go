@@ -83,7 +83,10 @@ func newFixture(t *testing.T, faults *crashkit.Injector) *fixture {
 	f := &fixture{host: local.NewHost(), rts: map[string]*ssf.Runtime{}}
 	f.host.Logger = quiet
 	for name, h := range map[string]ssf.Handler{"counter": counter, "hotel": inventory, "flight": inventory} {
-		cfg := ssf.Config{Name: name, Store: testtables.Mem(t, name), Handler: h, RowCapacity: 4, Logger: quiet}
+		// Hold as a worker sets it: activity instances skip the pending index (Temporal retries
+		// them), so the crash tests below cover that path.
+		cfg := ssf.Config{Name: name, Store: testtables.Mem(t, name), Handler: h, RowCapacity: 4, Logger: quiet,
+			Hold: func(context.Context, string) (bool, error) { return true, nil }}
 		if faults != nil {
 			cfg.Faults = faults
 		}

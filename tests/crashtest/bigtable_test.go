@@ -10,5 +10,6 @@ import (
 // of CPU under the race detector) every sixteenth point and two schedules keep the suite near
 // half a minute; the crashed, collected and re-executed runs are the same kinds as on every store.
 func TestCrashInjectionBigtable(t *testing.T) {
+	t.Parallel()
 	Run(t, testtables.Bigtable, Options{Stride: 16, Schedules: 2})
 }

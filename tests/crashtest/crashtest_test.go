@@ -8,6 +8,9 @@ import (
 
 func TestMain(m *testing.M) { testtables.Main(m) }
 
+// Backends served by another process (PostgreSQL and the emulators) run their tests in parallel,
+// after the in-process ones: most of their time is spent waiting on that process.
+
 func TestCrashInjectionMemStore(t *testing.T) {
 	Run(t, testtables.Mem, Options{Stride: 1, Schedules: 20})
 }
@@ -19,5 +22,6 @@ func TestCrashInjectionSQLite(t *testing.T) {
 }
 
 func TestCrashInjectionPostgres(t *testing.T) {
+	t.Parallel()
 	Run(t, testtables.Postgres, Options{Stride: 6, Schedules: 5})
 }

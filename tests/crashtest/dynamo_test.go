@@ -10,5 +10,6 @@ import (
 // concurrent part alone makes thousands: every 120th point (one of them followed by garbage
 // collection) and one random schedule keep the whole under two minutes.
 func TestCrashInjectionDynamo(t *testing.T) {
+	t.Parallel()
 	Run(t, testtables.Dynamo, Options{Stride: 120, Schedules: 1})
 }

@@ -46,6 +46,11 @@ type Options struct {
 	// Lifetime bounds an execution (default 250 ms: short, so the collectors race live
 	// executions); raise it for backends whose round trips are milliseconds long.
 	Lifetime time.Duration
+	// RelaunchDelay is how soon the intent collector relaunches an unfinished instance (default
+	// 5 ms, so relaunches race the originals). On a backend serving one request at a time,
+	// each duplicate slows every execution and more of them outlive the delay; a longer one
+	// keeps the race without the pile-up.
+	RelaunchDelay time.Duration
 }
 
 // op is one step an instance performs; kinds: read, write, cas, and incr (write the value this
@@ -263,6 +268,10 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 	if lifetime == 0 {
 		lifetime = 250 * time.Millisecond
 	}
+	relaunch := o.RelaunchDelay
+	if relaunch == 0 {
+		relaunch = 5 * time.Millisecond
+	}
 	base := newStore(t, "kv")
 	tbl := store.NewTable(delaying(base.Driver(), &pauser{rng: rand.New(rand.NewSource(o.Seed + 1)), max: o.MaxDelay}), base.Name())
 
@@ -273,7 +282,7 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 		Name: "kv", Store: tbl, Handler: rec.handler, RowCapacity: 2,
 		// T must cover an execution's lifetime plus its last store call, stalls included,
 		// on a loaded machine under the race detector.
-		Lifetime: lifetime, GCBound: 2 * lifetime, RelaunchDelay: 5 * time.Millisecond, // short: relaunches race the originals
+		Lifetime: lifetime, GCBound: 2 * lifetime, RelaunchDelay: relaunch,
 		Faults: crashes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -12,12 +12,17 @@ func TestMain(m *testing.M) { testtables.Main(m) }
 // The whole suite runs on every backend. Every point on mem://, every sixth on the other local
 // stores. The emulators take milliseconds per request (moto one request at a time), so they get
 // fewer transfers and lockers, a relaunch delay longer than a slow transfer, and a sparser stride.
+// Backends served by another process run in parallel (after the in-process ones): their tests
+// spend most of their time waiting on that process, which runs on the other core.
 
 func TestTransactionsMemStore(t *testing.T) { Run(t, testtables.Mem, Options{}) }
 
 func TestTransactionsSQLite(t *testing.T) { Run(t, testtables.SQLite(t), Options{Stride: 6}) }
 
-func TestTransactionsPostgres(t *testing.T) { Run(t, testtables.Postgres, Options{Stride: 6}) }
+func TestTransactionsPostgres(t *testing.T) {
+	t.Parallel()
+	Run(t, testtables.Postgres, Options{Stride: 6})
+}
 
 // emulated sizes the suite for a backend served by an emulator.
 func emulated(stride int) Options {
@@ -28,13 +33,23 @@ func emulated(stride int) Options {
 // moto serves one request at a time, about 150 a second, so a transfer takes seconds: fewer
 // transfers and crashes, and a relaunch delay that does not relaunch live transfers.
 func TestTransactionsDynamo(t *testing.T) {
+	t.Parallel()
 	opts := emulated(90)
 	opts.Transfers, opts.Clients, opts.Crashes, opts.RelaunchDelay = 6, 2, 4, 6*time.Second
 	Run(t, testtables.Dynamo, opts)
 }
 
-func TestTransactionsAzureTables(t *testing.T) { Run(t, testtables.AzureTables, emulated(40)) }
+func TestTransactionsAzureTables(t *testing.T) {
+	t.Parallel()
+	Run(t, testtables.AzureTables, emulated(40))
+}
 
-func TestTransactionsBigtable(t *testing.T) { Run(t, testtables.Bigtable, emulated(36)) }
+func TestTransactionsBigtable(t *testing.T) {
+	t.Parallel()
+	Run(t, testtables.Bigtable, emulated(36))
+}
 
-func TestTransactionsFirestore(t *testing.T) { Run(t, testtables.Firestore, emulated(127)) }
+func TestTransactionsFirestore(t *testing.T) {
+	t.Parallel()
+	Run(t, testtables.Firestore, emulated(127))
+}

@@ -128,6 +128,18 @@ func (m *Driver) Delete(_ context.Context, key store.Key, cond store.Cond) (bool
 	return true, nil
 }
 
+// Partitions lists the partitions that hold rows, sorted: what tests check is left behind.
+func (m *Driver) Partitions() []string {
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	parts := make([]string, 0, len(m.d.partitions))
+	for p := range m.d.partitions {
+		parts = append(parts, p)
+	}
+	sort.Strings(parts)
+	return parts
+}
+
 // Limits implements store.Driver.
 func (m *Driver) Limits() store.Limits { return m.limits }
 
