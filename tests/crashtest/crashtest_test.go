@@ -15,10 +15,10 @@ func TestCrashInjectionMemStore(t *testing.T) {
 	Run(t, testtables.Mem, Options{Stride: 1, Schedules: 20})
 }
 
-// Every point on mem://; every third or sixth on the slower stores keeps the default run short.
+// Every point on mem://; every fifth or sixth on the slower stores keeps the default run short.
 
 func TestCrashInjectionSQLite(t *testing.T) {
-	Run(t, testtables.SQLite(t), Options{Stride: 3, Schedules: 10})
+	Run(t, testtables.SQLite(t), Options{Stride: 5, Schedules: 10})
 }
 
 func TestCrashInjectionPostgres(t *testing.T) {
