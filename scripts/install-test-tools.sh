@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the emulators the default test run starts, pinned, when they are missing:
-# moto (AWS APIs) from PyPI and Azurite (Azure Tables and Queues) from npm, into .ssfkit/tools.
+# moto (AWS APIs) from PyPI and Azurite (Azure Tables and Queues) from npm, into .ssfkit/tools,
+# and Terraform, built from the Go module proxy (no other download site is reachable here).
+# Terraform providers come from the mirror in /opt/tf-plugins when the machine has one, else
+# from the registry, on first use (internal/tftest).
 # The Firestore emulator comes with the Google Cloud CLI, which no registry serves: its absence
 # is reported here and fails the tests that need it.
 set -euo pipefail
@@ -8,6 +11,10 @@ cd "$(dirname "$0")/.."
 tools=.ssfkit/tools
 MOTO_VERSION=5.2.1
 AZURITE_VERSION=3.37.0
+TERRAFORM_VERSION=1.11.4
+# Terraform's go.mod replaces its internal sub-modules with local paths, which `go install`
+# refuses; a wrapper module requiring them at this commit's pseudo-version builds it.
+TERRAFORM_SUBMODULES_VERSION=v0.0.0-20250409131005-35645b8fca68
 
 if ! command -v moto_server >/dev/null 2>&1 && [ ! -x "$tools/bin/moto_server" ]; then
   echo "installing moto[server]==$MOTO_VERSION into $tools/venv"
@@ -27,4 +34,23 @@ fi
 if ! command -v gcloud >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
   echo "WARNING: the Firestore emulator needs the Google Cloud CLI (component cloud-firestore-emulator) and Java;" >&2
   echo "         the Firestore tests will fail until both are installed." >&2
+fi
+
+if ! command -v terraform >/dev/null 2>&1 && [ ! -x "$tools/bin/terraform" ]; then
+  echo "building terraform $TERRAFORM_VERSION from the Go module proxy into $tools/bin (3-4 minutes)"
+  wrapper=$(mktemp -d)
+  trap 'rm -rf "$wrapper"' EXIT
+  {
+    echo "module ssfkit.local/terraform-build"
+    echo "go 1.24"
+    echo "require github.com/hashicorp/terraform v$TERRAFORM_VERSION"
+    for m in azure consul cos gcs kubernetes oss pg s3; do
+      echo "require github.com/hashicorp/terraform/internal/backend/remote-state/$m $TERRAFORM_SUBMODULES_VERSION"
+    done
+    echo "require github.com/hashicorp/terraform/internal/legacy $TERRAFORM_SUBMODULES_VERSION"
+  } >"$wrapper/go.mod"
+  mkdir -p "$tools/bin"
+  bin=$(cd "$tools/bin" && pwd)
+  # dev=no: a release build, not "-dev", which version constraints would treat as a prerelease.
+  (cd "$wrapper" && GOFLAGS=-mod=mod go build -ldflags "-X github.com/hashicorp/terraform/version.dev=no" -o "$bin/terraform" github.com/hashicorp/terraform)
 fi

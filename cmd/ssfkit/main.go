@@ -27,6 +27,7 @@ var commands = []command{
 	{"bench", "benchmark exactly-once operations, DAAL length, travel transactions", func(ctx context.Context, args []string, _, _ io.Writer) error {
 		return runBench(ctx, args)
 	}},
+	{"build", "build the artifact a cloud's ssf module deploys: ssfkit build --cloud aws --app bank --out bank.zip", runBuild},
 	{"conformance", "run the driver and runtime suites against a live store: ssfkit conformance -store URL", runConformance},
 	{"help", "show this help, or a command's flags: ssfkit help COMMAND", nil}, // handled by run
 }

@@ -31,6 +31,12 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"worker", "--tls-ca", "/no/such/ca.pem"}, status: 2, stderrPart: "--tls-ca"},
 		{args: []string{"demo", "temporal", "--kills", "-1"}, status: 2, stderrPart: "--kills"},
 		{args: []string{"help", "worker"}, status: 0, stderrPart: "-api-key"},
+		{args: []string{"build", "--cloud", "aws", "--out", "x.zip"}, status: 2, stderrPart: "give --app (bank, travel) or --pkg"},
+		{args: []string{"build", "--cloud", "aws", "--app", "shop", "--out", "x.zip"}, status: 2, stderrPart: `no example named "shop"`},
+		{args: []string{"build", "--cloud", "aws", "--app", "bank"}, status: 2, stderrPart: "--out is required"},
+		{args: []string{"build", "--cloud", "ibm", "--app", "bank", "--out", "x.zip"}, status: 2, stderrPart: `not "ibm"`},
+		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--out", "x.zip"}, status: 1, stderrPart: "not built yet"},
+		{args: []string{"build", "--cloud", "aws", "--app", "bank", "--arch", "mips", "--out", "x.zip"}, status: 1, stderrPart: `architecture "mips"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), tc.args, &stdout, &stderr)

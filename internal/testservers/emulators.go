@@ -1,9 +1,14 @@
 package testservers
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable/bttest"
@@ -32,16 +37,30 @@ var MotoEnv = map[string]string{
 	"AWS_REGION":            "us-east-1",
 }
 
+//go:embed moto_launcher.py
+var motoLauncher []byte
+
+// startMoto runs moto_server through moto_launcher.py (SQS attributes in AWS's compact JSON),
+// with the Python interpreter moto_server itself runs on.
 func startMoto() (string, func(), error) {
 	bin, err := Tool("moto_server", "run `make tools` (pip install 'moto[server]==5.2.1')")
 	if err != nil {
 		return "", nil, err
 	}
+	launcher, err := os.CreateTemp("", "moto-launcher-*.py")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.Remove(launcher.Name()) // Python has read it once the server answers
+	if _, err := launcher.Write(motoLauncher); err != nil {
+		return "", nil, err
+	}
+	launcher.Close()
 	port, err := FreePort()
 	if err != nil {
 		return "", nil, err
 	}
-	p, err := StartProcess(bin, []string{"-H", "127.0.0.1", "-p", fmt.Sprint(port)})
+	p, err := StartProcess(pythonOf(bin), []string{launcher.Name(), "-H", "127.0.0.1", "-p", fmt.Sprint(port)})
 	if err != nil {
 		return "", nil, err
 	}
@@ -50,6 +69,19 @@ func startMoto() (string, func(), error) {
 		return "", nil, err
 	}
 	return endpoint, p.Stop, nil
+}
+
+// pythonOf returns the interpreter of a Python console script: the one its #! line names when
+// that is a Python (a virtualenv's), else python3 from PATH (pyenv's shims are shell scripts).
+func pythonOf(script string) string {
+	b, err := os.ReadFile(script)
+	if err == nil && bytes.HasPrefix(b, []byte("#!")) {
+		line, _, _ := bytes.Cut(b[2:], []byte("\n"))
+		if interp := strings.TrimSpace(string(line)); strings.Contains(filepath.Base(interp), "python") && !strings.Contains(interp, " ") {
+			return interp
+		}
+	}
+	return "python3"
 }
 
 // AzuriteEndpoints are the service endpoints of one Azurite process. Azurite accepts the

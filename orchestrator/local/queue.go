@@ -66,7 +66,7 @@ func (h *Host) ServeQueues(ctx context.Context, o queue.ServeOptions) error {
 	defer cancel()
 	errs := make(chan error, len(serving))
 	for rt, q := range serving {
-		go func() { errs <- queue.Serve(ctx, q, queueHandler(rt), o) }()
+		go func() { errs <- queue.Serve(ctx, q, QueueHandler(rt), o) }()
 	}
 	var first error
 	for range serving {
@@ -78,12 +78,12 @@ func (h *Host) ServeQueues(ctx context.Context, o queue.ServeOptions) error {
 	return first
 }
 
-// queueHandler runs a queued request. A body that is not a request, or a request the runtime
+// QueueHandler runs a queued request. A body that is not a request, or a request the runtime
 // refuses, is poison; an abandoned execution is retried (its intent stays pending, so the
 // intent collector would also run it again), except one that stopped because a concurrent
 // execution of the same instance (a duplicate delivery) got ahead of it: that one is running
 // the instance, so the message is done.
-func queueHandler(rt *ssf.Runtime) queue.Handler {
+func QueueHandler(rt *ssf.Runtime) queue.Handler {
 	return func(ctx context.Context, m *queue.Message) error {
 		var req ssf.Request
 		if err := json.Unmarshal(m.Body, &req); err != nil {

@@ -50,8 +50,22 @@ const (
 	maxWait         = 20 * time.Second // the longest long poll
 )
 
-// encodingAttr flags a base64-encoded body.
-const encodingAttr = "ssfkit-encoding"
+// EncodingAttribute is the message attribute that flags a base64-encoded body (value "base64");
+// Lambda's SQS events carry it too (see Body).
+const EncodingAttribute = "ssfkit-encoding"
+
+// Body returns a message's body as it was sent, given the body SQS delivered and the value of
+// its EncodingAttribute ("" if absent). A body flagged as base64 that does not decode is
+// returned as it is: the handler sees it is malformed and dead-letters it, instead of the
+// message cycling unseen.
+func Body(delivered, encoding string) []byte {
+	if encoding == "base64" {
+		if b, err := base64.StdEncoding.DecodeString(delivered); err == nil {
+			return b
+		}
+	}
+	return []byte(delivered)
+}
 
 // Driver is a queue.Driver over one SQS queue.
 type Driver struct {
@@ -232,11 +246,11 @@ func (d *Driver) Send(ctx context.Context, body []byte) (string, error) {
 	if !sqsText(body) {
 		enc := base64.StdEncoding.EncodeToString(body)
 		// SQS counts attribute names, types and values against the limit.
-		if size := len(enc) + len(encodingAttr) + len("String") + len("base64"); size > d.limits.MaxMessageBytes {
+		if size := len(enc) + len(EncodingAttribute) + len("String") + len("base64"); size > d.limits.MaxMessageBytes {
 			return "", fmt.Errorf("%w: %d bytes of binary body are %d base64-encoded (at most %d)", queue.ErrTooLarge, len(body), size, d.limits.MaxMessageBytes)
 		}
 		in.MessageBody = &enc
-		in.MessageAttributes = map[string]types.MessageAttributeValue{encodingAttr: {DataType: aws.String("String"), StringValue: aws.String("base64")}}
+		in.MessageAttributes = map[string]types.MessageAttributeValue{EncodingAttribute: {DataType: aws.String("String"), StringValue: aws.String("base64")}}
 	}
 	out, err := d.c.SendMessage(ctx, in)
 	if err != nil {
@@ -256,7 +270,7 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 			WaitTimeSeconds:             int32((poll + time.Second - 1) / time.Second),
 			VisibilityTimeout:           int32(lease / time.Second),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
-			MessageAttributeNames:       []string{encodingAttr},
+			MessageAttributeNames:       []string{EncodingAttribute},
 		})
 		if err != nil {
 			return nil, d.wrap(ctx, err)
@@ -272,14 +286,7 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 }
 
 func decode(m types.Message) *queue.Message {
-	body := []byte(aws.ToString(m.Body))
-	if a, ok := m.MessageAttributes[encodingAttr]; ok && aws.ToString(a.StringValue) == "base64" {
-		// A body that does not decode is delivered as it is: the handler sees it is malformed
-		// and dead-letters it, instead of the message cycling unseen.
-		if b, err := base64.StdEncoding.DecodeString(string(body)); err == nil {
-			body = b
-		}
-	}
+	body := Body(aws.ToString(m.Body), aws.ToString(m.MessageAttributes[EncodingAttribute].StringValue))
 	attempts, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	return &queue.Message{ID: aws.ToString(m.MessageId), Body: body, Attempts: attempts, Handle: aws.ToString(m.ReceiptHandle)}
 }

@@ -1,0 +1,249 @@
+// Package lambdahost runs an application's SSFs on AWS Lambda (the provided.al2023 runtime).
+// One bootstrap binary, built by `ssfkit build --cloud aws`, serves every function the
+// modules/aws/ssf module creates: Lambda passes each function's handler setting as _HANDLER,
+// and the module sets the runtime's configuration in SSFKIT_* variables.
+//
+//   - handler "ssf": the SSF named SSFKIT_SSF. A direct invocation carries an ssf.Request
+//     (a caller's SyncInvoke, a callback, `ssfkit invoke`) and returns its ssf.Result; an SQS
+//     event carries asynchronous starts from the SSF's queue, each run like the local host's
+//     queue consumer, failures reported per message so SQS retries only those and
+//     dead-letters them after the queue's maxReceiveCount.
+//   - handler "intent-collector" / "garbage-collector": one pass of that collector over the
+//     SSF's table, on EventBridge Scheduler's timer; the report is the function's result.
+//
+// Calls to other SSFs invoke their functions (<SSFKIT_ENVIRONMENT>-<name>) synchronously, and
+// asynchronous starts of other SSFs invoke them with the Event invocation type; starts of the
+// SSF itself (relaunches, its own spawns) go to its queue.
+package lambdahost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	"github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// The function roles, as the module sets them in each function's handler setting.
+const (
+	RoleSSF              = "ssf"
+	RoleIntentCollector  = "intent-collector"
+	RoleGarbageCollector = "garbage-collector"
+)
+
+// Config is a function's configuration, from its environment (ConfigFromEnv).
+type Config struct {
+	Role          string // _HANDLER
+	SSF           string // SSFKIT_SSF
+	Environment   string // SSFKIT_ENVIRONMENT: the prefix of the environment's function names
+	Store         string // SSFKIT_STORE
+	Queue         string // SSFKIT_QUEUE
+	Lifetime      time.Duration
+	GCBound       time.Duration
+	RelaunchDelay time.Duration
+}
+
+// ConfigFromEnv reads a function's configuration; getenv is os.Getenv outside tests.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{Role: getenv("_HANDLER"), SSF: getenv("SSFKIT_SSF"), Environment: getenv("SSFKIT_ENVIRONMENT"),
+		Store: getenv("SSFKIT_STORE"), Queue: getenv("SSFKIT_QUEUE")}
+	switch c.Role {
+	case RoleSSF, RoleIntentCollector, RoleGarbageCollector:
+	default:
+		return c, fmt.Errorf("lambdahost: the function's handler setting (_HANDLER) is %q; want %s, %s or %s", c.Role, RoleSSF, RoleIntentCollector, RoleGarbageCollector)
+	}
+	for name, v := range map[string]string{"SSFKIT_SSF": c.SSF, "SSFKIT_ENVIRONMENT": c.Environment, "SSFKIT_STORE": c.Store, "SSFKIT_QUEUE": c.Queue} {
+		if v == "" {
+			return c, fmt.Errorf("lambdahost: %s is not set (the ssf module sets it)", name)
+		}
+	}
+	for name, d := range map[string]*time.Duration{"SSFKIT_LIFETIME_SECONDS": &c.Lifetime, "SSFKIT_GC_BOUND_SECONDS": &c.GCBound, "SSFKIT_RELAUNCH_DELAY_SECONDS": &c.RelaunchDelay} {
+		raw := getenv(name)
+		if raw == "" {
+			continue // the runtime's default
+		}
+		s, err := strconv.Atoi(raw)
+		if err != nil || s <= 0 {
+			return c, fmt.Errorf("lambdahost: %s=%q must be a positive whole number of seconds", name, raw)
+		}
+		*d = time.Duration(s) * time.Second
+	}
+	return c, nil
+}
+
+// Host serves one function.
+type Host struct {
+	cfg   Config
+	rt    *ssf.Runtime
+	queue *queue.Queue
+}
+
+// New opens the SSF's store and queue and builds its runtime. handlers are the application's
+// SSF handlers by name; the one named cfg.SSF is served. invoker reaches the other SSFs'
+// functions (nil: a Lambda client from the default AWS configuration).
+func New(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, invoker Invoker) (*Host, error) {
+	handler, ok := handlers[cfg.SSF]
+	if !ok {
+		return nil, fmt.Errorf("lambdahost: this artifact has no SSF named %q (SSFKIT_SSF); it has %d others: build it from the application that defines %s", cfg.SSF, len(handlers), cfg.SSF)
+	}
+	if invoker == nil {
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lambdahost: AWS configuration: %w", err)
+		}
+		invoker = awslambda.NewFromConfig(awsCfg)
+	}
+	tbl, err := store.Open(ctx, cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("lambdahost: SSF %s: %w", cfg.SSF, err)
+	}
+	q, err := queue.Open(ctx, cfg.Queue)
+	if err != nil {
+		tbl.Close()
+		return nil, fmt.Errorf("lambdahost: SSF %s: %w", cfg.SSF, err)
+	}
+	rt, err := ssf.New(ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
+		RelaunchDelay: cfg.RelaunchDelay, Transport: &transport{cfg: cfg, invoker: invoker, queue: q}})
+	if err != nil {
+		q.Close()
+		tbl.Close()
+		return nil, err
+	}
+	return &Host{cfg: cfg, rt: rt, queue: q}, nil
+}
+
+// Runtime is the SSF's runtime.
+func (h *Host) Runtime() *ssf.Runtime { return h.rt }
+
+// Close releases the store and the queue.
+func (h *Host) Close() {
+	h.queue.Close()
+	h.rt.Config().Store.Close()
+}
+
+// Handle is the Lambda handler: one event in, the function's response out.
+func (h *Host) Handle(ctx context.Context, event json.RawMessage) (any, error) {
+	switch h.cfg.Role {
+	case RoleIntentCollector:
+		return h.rt.CollectIntents(ctx)
+	case RoleGarbageCollector:
+		return h.rt.CollectGarbage(ctx)
+	}
+	var sqsEvent events.SQSEvent
+	if err := json.Unmarshal(event, &sqsEvent); err == nil && len(sqsEvent.Records) > 0 && sqsEvent.Records[0].EventSource == "aws:sqs" {
+		return h.handleQueued(ctx, sqsEvent), nil
+	}
+	var req ssf.Request
+	if err := json.Unmarshal(event, &req); err != nil {
+		return nil, fmt.Errorf("%w: SSF %s: the event is neither an ssf.Request nor an SQS batch: %v", ssf.ErrBadInput, h.cfg.SSF, err)
+	}
+	return h.rt.Handle(ctx, req)
+}
+
+// handleQueued runs a batch of asynchronous starts; the ones that fail are reported so SQS
+// delivers them again (and dead-letters them after the queue's maxReceiveCount).
+func (h *Host) handleQueued(ctx context.Context, e events.SQSEvent) events.SQSEventResponse {
+	run := local.QueueHandler(h.rt)
+	var resp events.SQSEventResponse
+	for _, r := range e.Records {
+		enc := ""
+		if a, ok := r.MessageAttributes[sqsqueue.EncodingAttribute]; ok && a.StringValue != nil {
+			enc = *a.StringValue
+		}
+		attempts, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+		m := &queue.Message{ID: r.MessageId, Body: sqsqueue.Body(r.Body, enc), Attempts: attempts}
+		if err := run(ctx, m); err != nil {
+			slog.Error("asynchronous start failed; SQS will deliver it again", "ssf", h.cfg.SSF, "message", r.MessageId, "err", err)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+	}
+	return resp
+}
+
+// Main serves the function Lambda started this process for, with the application's handlers.
+// It exits with a message if the configuration is wrong: Lambda reports the init failure.
+func Main(handlers map[string]ssf.Handler) {
+	ctx := context.Background()
+	cfg, err := ConfigFromEnv(os.Getenv)
+	if err == nil {
+		var h *Host
+		if h, err = New(ctx, cfg, handlers, nil); err == nil {
+			lambda.Start(h.Handle)
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
+// Invoker is the part of the Lambda API the transport uses (*lambda.Client).
+type Invoker interface {
+	Invoke(ctx context.Context, in *awslambda.InvokeInput, optFns ...func(*awslambda.Options)) (*awslambda.InvokeOutput, error)
+}
+
+// transport reaches the other SSFs of the environment through their functions.
+type transport struct {
+	cfg     Config
+	invoker Invoker
+	queue   *queue.Queue
+}
+
+func (t *transport) function(name string) string { return t.cfg.Environment + "-" + name }
+
+// Call invokes the SSF's function and waits for its result. A function error (the execution
+// was abandoned, or the function crashed) leaves the outcome unknown, as the runtime expects.
+func (t *transport) Call(ctx context.Context, name string, req ssf.Request) (ssf.Result, error) {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return ssf.Result{}, err
+	}
+	out, err := t.invoker.Invoke(ctx, &awslambda.InvokeInput{FunctionName: aws.String(t.function(name)), Payload: payload})
+	if err != nil {
+		return ssf.Result{}, fmt.Errorf("invoking %s: %w", t.function(name), err)
+	}
+	if out.FunctionError != nil {
+		return ssf.Result{}, fmt.Errorf("%s failed (%s): %s", t.function(name), aws.ToString(out.FunctionError), out.Payload)
+	}
+	var res ssf.Result
+	if len(out.Payload) > 0 && string(out.Payload) != "null" {
+		if err := json.Unmarshal(out.Payload, &res); err != nil {
+			return ssf.Result{}, fmt.Errorf("%s returned %q, not an ssf.Result: %w", t.function(name), out.Payload, err)
+		}
+	}
+	return res, nil
+}
+
+// Spawn starts req without waiting: on this SSF's own queue, or as an asynchronous invocation
+// of another SSF's function (whose identity owns that SSF's queue).
+func (t *transport) Spawn(ctx context.Context, name string, req ssf.Request) error {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if name == t.cfg.SSF {
+		_, err := t.queue.Send(ctx, payload)
+		return err
+	}
+	_, err = t.invoker.Invoke(ctx, &awslambda.InvokeInput{FunctionName: aws.String(t.function(name)), Payload: payload, InvocationType: types.InvocationTypeEvent})
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", t.function(name), err)
+	}
+	return nil
+}
+
+var _ ssf.Transport = (*transport)(nil)

@@ -1,0 +1,19 @@
+output "name" {
+  description = "The environment's name: pass it to each SSF module as `environment`."
+  value       = var.name
+}
+
+output "kms_key_arn" {
+  description = "The key the SSFs encrypt with (null with customer_managed_key = false): pass it to each SSF module."
+  value       = var.customer_managed_key ? aws_kms_key.this[0].arn : null
+}
+
+output "tags" {
+  description = "The tags every SSF of the environment should carry: pass them to each SSF module."
+  value       = local.tags
+}
+
+output "region" {
+  description = "The region the environment lives in."
+  value       = data.aws_region.current.name
+}

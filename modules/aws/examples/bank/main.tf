@@ -1,0 +1,58 @@
+# The bank example (examples/bank) on AWS: an environment and its three SSFs. teller calls
+# accounts and audit; audit calls accounts; each callee reports back to its caller.
+#
+#   ssfkit build --cloud aws --app bank --out bank.zip
+#   terraform init && terraform apply -var artifact=bank.zip
+
+variable "artifact" {
+  description = "The zip `ssfkit build --cloud aws --app bank` wrote."
+  type        = string
+}
+
+variable "name" {
+  description = "The environment's name."
+  type        = string
+  default     = "bank"
+}
+
+variable "throwaway" {
+  description = "A test environment: no deletion protection, the shortest key deletion window."
+  type        = bool
+  default     = false
+}
+
+locals {
+  ssfs = {
+    teller   = ["accounts", "audit"]
+    accounts = ["teller", "audit"]
+    audit    = ["teller", "accounts"]
+  }
+}
+
+module "environment" {
+  source                   = "../../environment"
+  name                     = var.name
+  key_deletion_window_days = var.throwaway ? 7 : 30
+}
+
+module "ssf" {
+  source   = "../../ssf"
+  for_each = local.ssfs
+
+  name                = each.key
+  environment         = module.environment.name
+  peers               = each.value
+  artifact            = var.artifact
+  kms_key_arn         = module.environment.kms_key_arn
+  tags                = module.environment.tags
+  deletion_protection = !var.throwaway
+}
+
+output "ssfkit_config" {
+  description = "The application's ssfkit config: the runtime settings of each SSF."
+  value = {
+    environment = module.environment.name
+    region      = module.environment.region
+    ssfs        = { for name, m in module.ssf : name => m.ssfkit_config }
+  }
+}

@@ -1,0 +1,261 @@
+# One stateful serverless function: its table (single-table design: the runtime keeps the
+# linked DAALs, shadows, intents, read and invoke logs and the collectors' indexes in one table
+# keyed pk/sk, see docs/protocol.md), its queue with a dead-letter queue, the function, the
+# intent and garbage collectors on schedules, and one identity that reaches only these.
+
+data "aws_region" "current" {}
+data "aws_partition" "current" {}
+data "aws_caller_identity" "current" {}
+
+locals {
+  prefix = "${var.environment}-${var.name}"
+  region = data.aws_region.current.name
+  # Peers by name, not by reference: SSFs that call each other would otherwise form a cycle.
+  peer_functions = [for p in var.peers : "arn:${data.aws_partition.current.partition}:lambda:${local.region}:${data.aws_caller_identity.current.account_id}:function:${var.environment}-${p}"]
+
+  # The runtime's configuration, the same for the SSF and its collectors. The lifetime leaves
+  # the function a second to report before Lambda kills it.
+  runtime_environment = {
+    SSFKIT_SSF                    = var.name
+    SSFKIT_STORE                  = "dynamodb://${aws_dynamodb_table.this.name}?region=${local.region}"
+    SSFKIT_QUEUE                  = "sqs://${aws_sqs_queue.this.name}?region=${local.region}"
+    SSFKIT_LIFETIME_SECONDS       = tostring(var.function_timeout_seconds - 1)
+    SSFKIT_GC_BOUND_SECONDS       = tostring(var.gc_bound_seconds)
+    SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
+  }
+
+  # Lambda passes a function's handler setting to a provided.al2023 bootstrap as _HANDLER: one
+  # artifact serves the SSF and both collectors.
+  functions = {
+    ssf               = { name = local.prefix, handler = "ssf" }
+    intent_collector  = { name = "${local.prefix}-intent-collector", handler = "intent-collector" }
+    garbage_collector = { name = "${local.prefix}-garbage-collector", handler = "garbage-collector" }
+  }
+}
+
+resource "aws_dynamodb_table" "this" {
+  name                        = local.prefix
+  billing_mode                = "PAY_PER_REQUEST"
+  hash_key                    = "pk"
+  range_key                   = "sk"
+  deletion_protection_enabled = var.deletion_protection
+
+  attribute {
+    name = "pk"
+    type = "S"
+  }
+
+  attribute {
+    name = "sk"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery
+  }
+
+  # Always encrypted: with the given key, or with the AWS-managed key for DynamoDB.
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+}
+
+resource "aws_sqs_queue" "dead_letter" {
+  name                      = "${local.prefix}-dlq"
+  message_retention_seconds = 1209600 # 14 days, SQS's longest: time to inspect and redrive
+  sqs_managed_sse_enabled   = var.kms_key_arn == null ? true : null
+  kms_master_key_id         = var.kms_key_arn
+  tags                      = var.tags
+}
+
+resource "aws_sqs_queue" "this" {
+  name                      = local.prefix
+  message_retention_seconds = 345600 # 4 days
+  # AWS's advice for a queue feeding Lambda: six times the function timeout, so a batch is not
+  # delivered again while a throttled function still holds it.
+  visibility_timeout_seconds = 6 * var.function_timeout_seconds
+  sqs_managed_sse_enabled    = var.kms_key_arn == null ? true : null
+  kms_master_key_id          = var.kms_key_arn
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dead_letter.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_log_group" "this" {
+  for_each          = local.functions
+  name              = "/aws/lambda/${each.value.name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = var.tags
+}
+
+# The SSF's identity (Beldi's data sovereignty): its own table and queue, its own logs, the
+# functions it calls or reports to, and the key that encrypts them. Nothing else.
+data "aws_iam_policy_document" "assume_lambda" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "this" {
+  name               = "${local.prefix}-ssf"
+  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+  tags               = var.tags
+}
+
+data "aws_iam_policy_document" "this" {
+  statement {
+    sid = "OwnTable"
+    actions = [
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:ConditionCheckItem",
+      "dynamodb:Query",
+      "dynamodb:DescribeTable",
+    ]
+    resources = [aws_dynamodb_table.this.arn]
+  }
+
+  statement {
+    sid = "OwnQueue"
+    actions = [
+      "sqs:SendMessage",
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+      "sqs:GetQueueUrl",
+    ]
+    resources = [aws_sqs_queue.this.arn]
+  }
+
+  statement {
+    sid       = "OwnLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = [for g in aws_cloudwatch_log_group.this : "${g.arn}:*"]
+  }
+
+  dynamic "statement" {
+    for_each = length(var.peers) > 0 ? [1] : []
+    content {
+      sid       = "Peers"
+      actions   = ["lambda:InvokeFunction"]
+      resources = local.peer_functions
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [1]
+    content {
+      sid       = "EnvironmentKey"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [var.kms_key_arn]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "this" {
+  name   = "ssf"
+  role   = aws_iam_role.this.id
+  policy = data.aws_iam_policy_document.this.json
+}
+
+resource "aws_lambda_function" "this" {
+  for_each         = local.functions
+  function_name    = each.value.name
+  role             = aws_iam_role.this.arn
+  runtime          = "provided.al2023"
+  handler          = each.value.handler
+  architectures    = [var.architecture]
+  filename         = var.artifact
+  source_code_hash = filebase64sha256(var.artifact)
+  timeout          = var.function_timeout_seconds
+  memory_size      = var.memory_mb
+
+  # URLs and settings, no secrets: Lambda's own key encrypts them at rest.
+  environment {
+    variables = merge(var.environment_variables, local.runtime_environment)
+  }
+
+  tags       = var.tags
+  depends_on = [aws_iam_role_policy.this, aws_cloudwatch_log_group.this]
+}
+
+# Asynchronous starts (AsyncInvoke, spawns, the intent collector's relaunches) arrive on the
+# queue; a failed batch item is retried by SQS and dead-lettered after max_receive_count.
+resource "aws_lambda_event_source_mapping" "queue" {
+  event_source_arn        = aws_sqs_queue.this.arn
+  function_name           = aws_lambda_function.this["ssf"].arn
+  batch_size              = 10
+  function_response_types = ["ReportBatchItemFailures"]
+}
+
+# The collectors run on schedules, invoked by EventBridge Scheduler with a role that may invoke
+# only them.
+data "aws_iam_policy_document" "assume_scheduler" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["scheduler.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "scheduler" {
+  name               = "${local.prefix}-collectors"
+  assume_role_policy = data.aws_iam_policy_document.assume_scheduler.json
+  tags               = var.tags
+}
+
+data "aws_iam_policy_document" "scheduler" {
+  statement {
+    actions = ["lambda:InvokeFunction"]
+    resources = [
+      aws_lambda_function.this["intent_collector"].arn,
+      aws_lambda_function.this["garbage_collector"].arn,
+    ]
+  }
+}
+
+resource "aws_iam_role_policy" "scheduler" {
+  name   = "invoke-collectors"
+  role   = aws_iam_role.scheduler.id
+  policy = data.aws_iam_policy_document.scheduler.json
+}
+
+resource "aws_scheduler_schedule" "collector" {
+  for_each = {
+    intent_collector  = var.intent_collector_schedule
+    garbage_collector = var.garbage_collector_schedule
+  }
+  name                = "${local.prefix}-${replace(each.key, "_", "-")}"
+  schedule_expression = each.value
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = aws_lambda_function.this[each.key].arn
+    role_arn = aws_iam_role.scheduler.arn
+    input    = jsonencode({ collector = replace(each.key, "_", "-") })
+
+    retry_policy {
+      maximum_retry_attempts = 0 # the next scheduled run is the retry
+    }
+  }
+}

@@ -1,0 +1,174 @@
+variable "name" {
+  description = "The SSF's name, as its handler is registered in the ssfkit runtime (letters, digits, underscores)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_]{0,62}$", var.name))
+    error_message = "name must be letters, digits or underscores, starting with a letter or underscore, at most 63 characters: the runtime uses it as the SSF's name."
+  }
+
+  validation {
+    condition     = length("${var.environment}-${var.name}") <= 40
+    error_message = "environment and name together must be at most 39 characters: function, role and schedule names add up to 18 more, and AWS allows 64."
+  }
+}
+
+variable "environment" {
+  description = "The environment's name prefix (the environment module's `name` output): every resource is named <environment>-<name>-..."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,23}$", var.environment))
+    error_message = "environment must be lower-case letters, digits or hyphens, starting with a letter, at most 24 characters (AWS name limits leave room for the SSF's name)."
+  }
+}
+
+variable "artifact" {
+  description = "Path to the function's deployment zip, built by `ssfkit build --cloud aws` (a `bootstrap` executable for the provided.al2023 runtime)."
+  type        = string
+
+  validation {
+    condition     = endswith(var.artifact, ".zip")
+    error_message = "artifact must be the path of a .zip file built by `ssfkit build --cloud aws`."
+  }
+}
+
+variable "architecture" {
+  description = "The instruction set the artifact was built for: arm64 (the default of `ssfkit build --cloud aws`) or x86_64."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
+variable "function_timeout_seconds" {
+  description = "The SSF function's timeout: the bound on one execution's lifetime (the runtime's Lifetime). The collectors get the same timeout."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.function_timeout_seconds >= 3 && var.function_timeout_seconds <= 900 && floor(var.function_timeout_seconds) == var.function_timeout_seconds
+    error_message = "function_timeout_seconds must be a whole number of seconds from 3 to 900 (Lambda's limit)."
+  }
+}
+
+variable "gc_bound_seconds" {
+  description = "Beldi's T: the garbage collector removes an instance's logs this long after it finished. It must exceed the function timeout, so no execution can still use what is removed."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.gc_bound_seconds > var.function_timeout_seconds
+    error_message = "gc_bound_seconds (T) must exceed function_timeout_seconds: an execution still running after T could find its logs collected and repeat an effect."
+  }
+}
+
+variable "relaunch_delay_seconds" {
+  description = "How long after an instance's last launch the intent collector may launch it again. Re-running a live instance is safe, but a delay below an execution's duration duplicates work."
+  type        = number
+  default     = 120
+
+  validation {
+    condition     = var.relaunch_delay_seconds >= 1
+    error_message = "relaunch_delay_seconds must be at least 1."
+  }
+}
+
+variable "memory_mb" {
+  description = "Memory of the SSF function and its collectors, in MB."
+  type        = number
+  default     = 256
+
+  validation {
+    condition     = var.memory_mb >= 128 && var.memory_mb <= 10240
+    error_message = "memory_mb must be from 128 to 10240 (Lambda's limits)."
+  }
+}
+
+variable "intent_collector_schedule" {
+  description = "EventBridge Scheduler expression for the intent collector, which re-runs unfinished instances."
+  type        = string
+  default     = "rate(1 minute)"
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.intent_collector_schedule))
+    error_message = "intent_collector_schedule must be a rate(...) or cron(...) expression."
+  }
+}
+
+variable "garbage_collector_schedule" {
+  description = "EventBridge Scheduler expression for the garbage collector."
+  type        = string
+  default     = "rate(5 minutes)"
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.garbage_collector_schedule))
+    error_message = "garbage_collector_schedule must be a rate(...) or cron(...) expression."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Deliveries of an asynchronous start before SQS moves it to the dead-letter queue."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
+    error_message = "max_receive_count must be from 1 to 1000."
+  }
+}
+
+variable "peers" {
+  description = "Names of the SSFs of the same environment this SSF calls, or is called by (a callee reports its result by invoking its caller). The identity may invoke their functions and no other."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.peers : can(regex("^[A-Za-z_][A-Za-z0-9_]{0,62}$", p))])
+    error_message = "peers must be SSF names (letters, digits, underscores)."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "Customer-managed KMS key for the table, queues and logs (the environment module's `kms_key_arn`). Null: AWS-managed encryption, still on."
+  type        = string
+  default     = null
+}
+
+variable "point_in_time_recovery" {
+  description = "Continuous backups of the SSF's table."
+  type        = bool
+  default     = true
+}
+
+variable "deletion_protection" {
+  description = "Refuse to delete the SSF's table (its state). Turn off only for throwaway environments."
+  type        = bool
+  default     = true
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' CloudWatch logs."
+  type        = number
+  default     = 30
+}
+
+variable "environment_variables" {
+  description = "Extra environment variables for the SSF function (application configuration). Names starting with SSFKIT_ are reserved."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.environment_variables) : !startswith(k, "SSFKIT_")])
+    error_message = "environment_variables must not set SSFKIT_* names: the module sets them from its own variables."
+  }
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+}

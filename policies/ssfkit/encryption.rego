@@ -1,0 +1,40 @@
+# State is encrypted at rest and backed up.
+package ssfkit.encryption
+
+import data.ssfkit.lib
+
+deny contains msg if {
+	some r in lib.resources_of("aws_dynamodb_table")
+	not pitr_on(r.values)
+	msg := sprintf("%s: point-in-time recovery must be on (the SSF's state has no other backup)", [r.address])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("aws_dynamodb_table")
+	not sse_on(r.values)
+	msg := sprintf("%s: server-side encryption must be on", [r.address])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("aws_sqs_queue")
+	not r.values.sqs_managed_sse_enabled == true
+	not r.values.kms_master_key_id
+	not r.unknown.kms_master_key_id
+	msg := sprintf("%s: the queue must be encrypted (sqs_managed_sse_enabled or kms_master_key_id)", [r.address])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("google_firestore_database")
+	r.values.point_in_time_recovery_enablement != "POINT_IN_TIME_RECOVERY_ENABLED"
+	msg := sprintf("%s: point-in-time recovery must be on", [r.address])
+}
+
+pitr_on(v) if {
+	some p in v.point_in_time_recovery
+	p.enabled == true
+}
+
+sse_on(v) if {
+	some s in v.server_side_encryption
+	s.enabled == true
+}

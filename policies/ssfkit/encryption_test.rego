@@ -1,0 +1,24 @@
+package ssfkit.encryption_test
+
+import data.ssfkit.encryption
+import data.ssfkit.plans
+
+test_table_with_backups_and_encryption_passes if count(encryption.deny) == 0 with input as plans.plan([plans.table("aws_dynamodb_table.this", true, true)])
+
+test_table_without_backups_denied if count(encryption.deny) == 1 with input as plans.plan([plans.table("aws_dynamodb_table.this", false, true)])
+
+test_table_without_encryption_denied if count(encryption.deny) == 1 with input as plans.plan([plans.table("aws_dynamodb_table.this", true, false)])
+
+queue(after) := plans.plan([plans.create("aws_sqs_queue.this", "aws_sqs_queue", after)])
+
+test_queue_encrypted_passes if count(encryption.deny) == 0 with input as queue({"sqs_managed_sse_enabled": true})
+
+test_queue_with_key_passes if count(encryption.deny) == 0 with input as queue({"sqs_managed_sse_enabled": false, "kms_master_key_id": "arn:aws:kms:us-east-1:1:key/k"})
+
+test_queue_unencrypted_denied if count(encryption.deny) == 1 with input as queue({"sqs_managed_sse_enabled": false})
+
+firestore(pitr) := plans.plan([plans.create("google_firestore_database.ssf", "google_firestore_database", {"point_in_time_recovery_enablement": pitr})])
+
+test_firestore_pitr_passes if count(encryption.deny) == 0 with input as firestore("POINT_IN_TIME_RECOVERY_ENABLED")
+
+test_firestore_without_pitr_denied if count(encryption.deny) == 1 with input as firestore("POINT_IN_TIME_RECOVERY_DISABLED")

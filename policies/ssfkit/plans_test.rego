@@ -1,0 +1,18 @@
+# Plans for the policies' tests: the shape of `terraform show -json` that the policies read.
+package ssfkit.plans
+
+plan(changes) := {"format_version": "1.2", "resource_changes": changes}
+
+create(address, type, after) := {"address": address, "type": type, "change": {"actions": ["create"], "after": after, "after_unknown": {}}}
+
+ssf_policy(role, statements) := create(
+	sprintf("module.ssf[%q].aws_iam_role_policy.this", [role]),
+	"aws_iam_role_policy",
+	{"role": role, "policy": json.marshal({"Version": "2012-10-17", "Statement": statements})},
+)
+
+table(address, pitr, sse) := create(address, "aws_dynamodb_table", {
+	"name": "bank-accounts",
+	"point_in_time_recovery": [{"enabled": pitr}],
+	"server_side_encryption": [{"enabled": sse}],
+})

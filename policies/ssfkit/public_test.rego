@@ -1,0 +1,26 @@
+package ssfkit.public_test
+
+import data.ssfkit.plans
+import data.ssfkit.public
+
+test_private_permission_passes if {
+	count(public.deny) == 0 with input as plans.plan([plans.create("aws_lambda_permission.scheduler", "aws_lambda_permission", {"principal": "scheduler.amazonaws.com"})])
+}
+
+test_permission_for_anyone_denied if {
+	count(public.deny) == 1 with input as plans.plan([plans.create("aws_lambda_permission.open", "aws_lambda_permission", {"principal": "*"})])
+}
+
+test_function_url_without_auth_denied if {
+	count(public.deny) == 1 with input as plans.plan([plans.create("aws_lambda_function_url.open", "aws_lambda_function_url", {"authorization_type": "NONE"})])
+}
+
+queue_policy(principal) := plans.plan([plans.create("aws_sqs_queue_policy.q", "aws_sqs_queue_policy", {"policy": json.marshal({"Statement": [{"Effect": "Allow", "Principal": principal, "Action": "sqs:SendMessage"}]})})])
+
+test_queue_policy_for_a_role_passes if count(public.deny) == 0 with input as queue_policy({"AWS": "arn:aws:iam::1:role/bank-teller-ssf"})
+
+test_queue_policy_for_anyone_denied if count(public.deny) == 1 with input as queue_policy({"AWS": "*"})
+
+test_cloud_run_all_users_denied if {
+	count(public.deny) == 1 with input as plans.plan([plans.create("google_cloud_run_v2_service_iam_member.invoker", "google_cloud_run_v2_service_iam_member", {"member": "allUsers"})])
+}

@@ -1,0 +1,271 @@
+// Package terraform tests the Terraform modules: applied for real against moto on AWS.
+package terraform
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/adapters/store/dynamostore"
+	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/internal/build"
+	"github.com/ssfkit/ssfkit/internal/testservers"
+	"github.com/ssfkit/ssfkit/internal/testtables"
+	"github.com/ssfkit/ssfkit/internal/tftest"
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+	"github.com/ssfkit/ssfkit/policies"
+)
+
+func TestMain(m *testing.M) { testtables.Main(m) }
+
+// awsSetup starts moto with Lambda functions stored rather than run (moto runs them only in
+// Docker, and the setting must come before anything is created), builds the bank example's
+// artifact, and returns Terraform pointed at moto with a copy of the modules.
+func awsSetup(t *testing.T) (tf *tftest.Terraform, modules, moto, artifact string) {
+	moto = testservers.Moto.Addr(t)
+	resp, err := http.Post(moto+"/moto-api/config", "application/json", strings.NewReader(`{"lambda":{"use_docker":false}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	root, err := testservers.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	artifact = filepath.Join(t.TempDir(), "bank.zip")
+	if err := build.AWSLambda(context.Background(), root, "./examples/bank/lambda", "arm64", artifact, testWriter{t}); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"AWS_ENDPOINT_URL=" + moto, "TF_VAR_artifact=" + artifact}
+	for k, v := range testservers.MotoEnv {
+		env = append(env, k+"="+v)
+		t.Setenv(k, v) // for the runtime's SQS clients below
+	}
+	return tftest.New(t, env...), tftest.CopyModules(t), moto, artifact
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestAWS(t *testing.T) {
+	tf, modules, moto, _ := awsSetup(t)
+	ctx := context.Background()
+
+	t.Run("ssf module: terraform test", func(t *testing.T) {
+		dir := filepath.Join(modules, "aws", "ssf")
+		tf.Must(ctx, dir, "init", "-no-color")
+		tf.Must(ctx, dir, "validate", "-no-color")
+		out := tf.Must(ctx, dir, "test", "-no-color")
+		if !strings.Contains(out, "Success!") {
+			t.Fatalf("terraform test did not succeed:\n%s", out)
+		}
+	})
+
+	t.Run("bank example: apply, clean plan, the runtime on its tables, destroy", func(t *testing.T) {
+		dir := filepath.Join(modules, "aws", "examples", "bank")
+		tf.Must(ctx, dir, "init", "-no-color")
+		// The policies over the plan of a fresh environment: no violation; the identities'
+		// policies are known only after apply, so they are checked on the plan after it.
+		tf.Must(ctx, dir, "plan", "-no-color", "-var", "throwaway=true", "-out", "fresh.plan")
+		if v := evaluatePolicies(t, tf, dir, "fresh.plan"); len(v.Deny) != 0 || len(v.Warn) != 6 {
+			t.Fatalf("policies on the fresh plan: %+v, want no violation and a warning per role policy (2 per SSF)", v)
+		}
+		destroy := func() { tf.Must(ctx, dir, "destroy", "-auto-approve", "-no-color", "-var", "throwaway=true") }
+		if _, err := tf.Run(ctx, dir, "apply", "-auto-approve", "-no-color", "-var", "throwaway=true"); err != nil {
+			destroy()
+			t.Fatal(err)
+		}
+		defer destroy()
+		if out, err := tf.Run(ctx, dir, "plan", "-detailed-exitcode", "-no-color", "-var", "throwaway=true", "-out", "applied.plan"); err != nil {
+			t.Fatalf("the plan after apply is not clean (exit 2 means changes):\n%s", out)
+		}
+		if v := evaluatePolicies(t, tf, dir, "applied.plan"); len(v.Deny) != 0 || len(v.Warn) != 0 {
+			t.Fatalf("policies on the plan after apply: %+v, want nothing", v)
+		}
+		var outputs struct {
+			Config struct {
+				Value struct {
+					Environment string               `json:"environment"`
+					SSFs        map[string]ssfConfig `json:"ssfs"`
+				} `json:"value"`
+			} `json:"ssfkit_config"`
+		}
+		if err := json.Unmarshal([]byte(tf.Must(ctx, dir, "output", "-json")), &outputs); err != nil {
+			t.Fatal(err)
+		}
+		cfg := outputs.Config.Value
+		if cfg.Environment != "bank" || len(cfg.SSFs) != 3 {
+			t.Fatalf("ssfkit_config output: %+v", cfg)
+		}
+		runBankOn(t, moto, cfg.SSFs)
+	})
+}
+
+func disableEventSources(t *testing.T, moto, function string) {
+	t.Helper()
+	ctx := context.Background()
+	c := awslambda.New(awslambda.Options{Region: testservers.MotoEnv["AWS_REGION"], BaseEndpoint: aws.String(moto),
+		Credentials: credentials.NewStaticCredentialsProvider(testservers.MotoEnv["AWS_ACCESS_KEY_ID"], testservers.MotoEnv["AWS_SECRET_ACCESS_KEY"], "")})
+	// All mappings, matched by function ARN: moto ignores the FunctionName filter's short names.
+	out, err := c.ListEventSourceMappings(ctx, &awslambda.ListEventSourceMappingsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disabled := 0
+	for _, m := range out.EventSourceMappings {
+		if !strings.HasSuffix(aws.ToString(m.FunctionArn), ":function:"+function) {
+			continue
+		}
+		if _, err := c.UpdateEventSourceMapping(ctx, &awslambda.UpdateEventSourceMappingInput{UUID: m.UUID, Enabled: aws.Bool(false)}); err != nil {
+			t.Fatal(err)
+		}
+		disabled++
+	}
+	if disabled != 1 {
+		t.Fatalf("%d event source mappings for %s among %d, want its queue's", disabled, function, len(out.EventSourceMappings))
+	}
+}
+
+// evaluatePolicies runs policies/ssfkit on a saved plan, as conftest would on its JSON.
+func evaluatePolicies(t *testing.T, tf *tftest.Terraform, dir, plan string) policies.Verdict {
+	t.Helper()
+	js := tf.Must(context.Background(), dir, "show", "-json", plan)
+	v, err := policies.Evaluate(context.Background(), []byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("policies on %s: %d violations, %d warnings", plan, len(v.Deny), len(v.Warn))
+	return v
+}
+
+// ssfConfig is an SSF's entry in the ssf module's ssfkit_config output.
+type ssfConfig struct {
+	Store      string `json:"store"`
+	Queue      string `json:"queue"`
+	DeadLetter string `json:"dead_letter_queue"`
+}
+
+// runBankOn runs the bank example with the ssfkit runtime on the tables and queues Terraform
+// created: transfers, asynchronous audits through audit's SQS queue, the collectors; then the
+// bank's invariants.
+func runBankOn(t *testing.T, moto string, ssfs map[string]ssfConfig) {
+	ctx := context.Background()
+	client := testtables.DynamoClient(t) // one request at a time: moto's tables are not atomic
+	h := local.NewHost()
+	defer h.Close()
+	runtimes := map[string]*ssf.Runtime{}
+	for name, handler := range bank.Handlers() {
+		c, ok := ssfs[name]
+		if !ok {
+			t.Fatalf("no outputs for SSF %s", name)
+		}
+		u, err := store.ParseURL(c.Store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dynamostore.New(ctx, client, u.Host, dynamostore.Options{})
+		if err != nil {
+			t.Fatalf("the table Terraform made for %s: %v", name, err)
+		}
+		tbl := store.NewTable(d, c.Store)
+		defer tbl.Close()
+		rt, err := h.Add(ssf.Config{Name: name, Store: tbl, Handler: handler, RelaunchDelay: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtimes[name] = rt
+	}
+	// The test plays the functions' part (moto stores Go functions but runs them only in
+	// Docker): the audit queue's event source mapping would hand its messages to the stored
+	// function, so it is turned off and the runtime consumes the queue itself.
+	disableEventSources(t, moto, "bank-"+bank.Audit)
+	q, err := queue.Open(ctx, ssfs[bank.Audit].Queue+"&endpoint="+moto)
+	if err != nil {
+		t.Fatalf("audit's queue: %v", err)
+	}
+	defer q.Close()
+	dlq, err := queue.Open(ctx, ssfs[bank.Audit].DeadLetter+"&endpoint="+moto)
+	if err != nil {
+		t.Fatalf("audit's dead-letter queue: %v", err)
+	}
+	defer dlq.Close()
+	if err := h.UseQueue(bank.Audit, q); err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	go func() {
+		served <- h.ServeQueues(serveCtx, queue.ServeOptions{DeadLetter: dlq, Lease: 10 * time.Second})
+	}()
+
+	opening := map[string]int64{"alice": 100, "bob": 50}
+	for name, amount := range opening {
+		if res, err := h.Invoke(ctx, bank.Accounts, "open-"+name, bank.AccountOp{Op: "open", Account: name, Amount: amount}); err != nil || res.Err() != nil {
+			t.Fatal(err, res.Err())
+		}
+	}
+	transfers := map[string]bank.Transfer{"t1": {From: "alice", To: "bob", Amount: 30}, "t2": {From: "bob", To: "alice", Amount: 500}, "t3": {From: "bob", To: "alice", Amount: 5}}
+	receipts := map[string]bank.Receipt{}
+	for id, tr := range transfers {
+		res, err := h.Invoke(ctx, bank.Teller, id, tr)
+		if err != nil || res.Err() != nil {
+			t.Fatal(err, res.Err())
+		}
+		var r bank.Receipt
+		if err := json.Unmarshal(res.Output, &r); err != nil {
+			t.Fatal(err)
+		}
+		receipts[id] = r
+	}
+	// The audits arrive through SQS: wait until the ledger has them all.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		items, err := bank.Snapshot(ctx, runtimes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = bank.Check(opening, receipts, transfers, items)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: %v", err)
+		}
+		select {
+		case err := <-served:
+			t.Fatalf("the queue consumer stopped: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	for name, rt := range runtimes {
+		ic, err := rt.CollectIntents(ctx)
+		if err != nil || ic.Pending != 0 {
+			t.Fatalf("%s: intent collector: %+v %v", name, ic, err)
+		}
+		gc, err := rt.CollectGarbage(ctx)
+		if err != nil || gc.Stamped == 0 {
+			t.Fatalf("%s: garbage collector: %+v %v, want finished instances stamped", name, gc, err)
+		}
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
