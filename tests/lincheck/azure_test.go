@@ -10,7 +10,6 @@ import (
 // Azurite round trips take milliseconds: executions get a longer lifetime (and the GC a longer
 // bound), and the clients a longer run, so that the GC still deletes rows.
 func TestLinearizableAzureTables(t *testing.T) {
-	t.Parallel()
 	o := options(t)
 	o.Lifetime, o.Duration = time.Second, 8*time.Second
 	Run(t, testtables.AzureTables, o)

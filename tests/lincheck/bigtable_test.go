@@ -11,7 +11,6 @@ import (
 // 250 ms lifetime, so it is raised, and the clients run longer so that the garbage collector
 // finds rows past the longer bound T.
 func TestLinearizableBigtable(t *testing.T) {
-	t.Parallel()
 	o := options(t)
 	o.Lifetime = 500 * time.Millisecond
 	o.Duration = 5 * time.Second

@@ -13,7 +13,6 @@ import (
 // 100 ms (still well inside an execution on moto), a 1 s lifetime bounding each duplicate, and
 // 6 s that give the garbage collector rows to reclaim.
 func TestLinearizableDynamo(t *testing.T) {
-	t.Parallel()
 	o := options(t)
 	o.Clients, o.Lifetime, o.Duration, o.RelaunchDelay = 3, time.Second, 6*time.Second, 100*time.Millisecond
 	Run(t, testtables.Dynamo, o)

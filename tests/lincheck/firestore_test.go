@@ -13,7 +13,6 @@ import (
 // row dangles) and several passes that each scan every DAAL; a twenty-second run leaves it time
 // to delete some even on a loaded machine (fifteen seconds deleted as few as 5 rows).
 func TestLinearizableFirestore(t *testing.T) {
-	t.Parallel()
 	o := options(t)
 	o.Lifetime, o.Duration = time.Second, 20*time.Second
 	Run(t, testtables.Firestore, o)

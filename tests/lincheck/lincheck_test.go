@@ -10,9 +10,6 @@ import (
 
 func TestMain(m *testing.M) { testtables.Main(m) }
 
-// Backends served by another process (PostgreSQL and the emulators) run their tests in parallel,
-// after the in-process ones: most of their time is spent waiting on that process.
-
 func options(t *testing.T) Options {
 	return Options{Clients: 6, Duration: 2500 * time.Millisecond, Keys: 3, Seed: crashkit.Seed(t), MaxDelay: 300 * time.Microsecond, Crash: 0.01}
 }
@@ -25,7 +22,6 @@ func TestLinearizableSQLite(t *testing.T) { Run(t, testtables.SQLite(t), options
 // injected delays: fewer instances finish per second, so the clients run longer to give the
 // garbage collector full rows to reclaim.
 func TestLinearizablePostgres(t *testing.T) {
-	t.Parallel()
 	o := options(t)
 	o.Duration = 4 * time.Second
 	Run(t, testtables.Postgres, o)
