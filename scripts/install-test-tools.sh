@@ -2,8 +2,10 @@
 # Installs the emulators the default test run starts, pinned, when they are missing:
 # moto (AWS APIs) from PyPI and Azurite (Azure Tables and Queues) from npm, into .ssfkit/tools,
 # and Terraform, built from the Go module proxy (no other download site is reachable here).
-# Terraform providers come from the mirror in /opt/tf-plugins when the machine has one, else
-# from the registry, on first use (internal/tftest).
+# The AWS Terraform provider comes from the mirror in /opt/tf-plugins when the machine has one,
+# else from the registry, on first use (internal/tftest). The Google and AzureRM providers,
+# which no mirror here holds and whose registry is unreachable, are built from the Go module
+# proxy into the project's own mirror, .ssfkit/tf-mirror, once per machine.
 # The Firestore emulator comes with the Google Cloud CLI, which no registry serves: its absence
 # is reported here and fails the tests that need it.
 set -euo pipefail
@@ -54,3 +56,26 @@ if ! command -v terraform >/dev/null 2>&1 && [ ! -x "$tools/bin/terraform" ]; th
   # dev=no: a release build, not "-dev", which version constraints would treat as a prerelease.
   (cd "$wrapper" && GOFLAGS=-mod=mod go build -ldflags "-X github.com/hashicorp/terraform/version.dev=no" -o "$bin/terraform" github.com/hashicorp/terraform)
 fi
+
+# build_provider NAME MODULE PSEUDO_VERSION VERSION VERSION_VAR builds a Terraform provider
+# from the Go module proxy into .ssfkit/tf-mirror in the mirror layout Terraform reads, as
+# release VERSION: the proxy refuses the providers' release tags but serves the commits just
+# after them (TOOLCHAIN.md). Each is a large build (~2 GB of compiler memory, 10+ minutes).
+mirror=.ssfkit/tf-mirror/registry.terraform.io/hashicorp
+build_provider() {
+  local name=$1 module=$2 pseudo=$3 version=$4 version_var=$5
+  local dir="$mirror/$name/$version/linux_amd64"
+  local bin="$dir/terraform-provider-${name}_v${version}_x5"
+  [ -x "$bin" ] && return 0
+  echo "building the Terraform $name provider $version from the Go module proxy into $dir (10+ minutes)"
+  mkdir -p "$dir"
+  local gobin
+  gobin=$(mktemp -d)
+  GOBIN="$gobin" GOFLAGS=-mod=mod go install -ldflags "-s -w -X $module/$version_var=$version" "$module@$pseudo"
+  mv "$gobin/$(basename "$module")" "$bin"
+  rm -rf "$gobin"
+}
+build_provider google github.com/hashicorp/terraform-provider-google \
+  v1.20.1-0.20260828184646-f3721fb45fa3 8.0.0 version.ProviderVersion
+build_provider azurerm github.com/hashicorp/terraform-provider-azurerm \
+  v1.44.1-0.20260824201233-fae580791926 5.2.0 version.ProviderVersion

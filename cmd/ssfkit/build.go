@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -12,60 +11,76 @@ import (
 	"github.com/ssfkit/ssfkit/internal/build"
 )
 
-// lambdaMains are the examples' Lambda bootstraps, for `--app`.
-var lambdaMains = map[string]string{
-	"bank":   "github.com/ssfkit/ssfkit/examples/bank/lambda",
-	"travel": "github.com/ssfkit/ssfkit/examples/travel/lambda",
-}
+// exampleApps are the examples with a main package per cloud, for `--app`:
+// github.com/ssfkit/ssfkit/examples/APP/{lambda,azure,gcp}.
+var exampleApps = []string{"bank", "travel"}
+
+// hostDirs are the examples' main package directories per cloud.
+var hostDirs = map[string]string{"aws": "lambda", "azure": "azure", "gcp": "gcp"}
 
 func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("build", "Builds the artifact a cloud's ssf module deploys: for --cloud aws, a zip holding the\n"+
-		"Lambda bootstrap of an application (an example with --app, or your own main package,\n"+
-		"which calls lambdahost.Main, with --pkg). Needs the Go toolchain.", stderr)
-	cloud := fs.String("cloud", "", "the cloud to build for: aws")
-	app := fs.String("app", "", "an example application: "+lambdaApps())
+	fs := newFlagSet("build", "Builds the artifact a cloud's ssf module deploys, from an application's main package\n"+
+		"(an example with --app, or your own with --pkg):\n"+
+		"  aws    a zip holding the Lambda bootstrap (the main calls lambdahost.Main)\n"+
+		"  azure  the function app's zip: host.json, function.json files, the custom handler\n"+
+		"         (the main calls httphost.Main(httphost.Azure, ...))\n"+
+		"  gcp    a container image for Cloud Run (the main calls httphost.Main(httphost.CloudRun, ...)),\n"+
+		"         written with --out as a tarball and/or pushed with --push; its digest\n"+
+		"         reference is printed for the ssf module's artifact\n"+
+		"Needs the Go toolchain.", stderr)
+	cloud := fs.String("cloud", "", "the cloud to build for: aws, azure or gcp")
+	app := fs.String("app", "", "an example application: "+strings.Join(exampleApps, ", "))
 	pkg := fs.String("pkg", "", "your application's main package (import path or ./dir)")
 	arch := fs.String("arch", "arm64", "aws: the functions' architecture, arm64 or x86_64 (the ssf module's `architecture`)")
-	out := fs.String("out", "", "the artifact to write (required), e.g. bank.zip")
+	image := fs.String("image", "", "gcp: the image reference, e.g. europe-west1-docker.pkg.dev/PROJECT/REPO/bank:v1")
+	push := fs.Bool("push", false, "gcp: push the image to its registry (Docker config or Google credentials)")
+	out := fs.String("out", "", "the artifact to write, e.g. bank.zip (gcp: an image tarball, optional with --push)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	main, err := buildTarget(*app, *pkg)
+	dirName, ok := hostDirs[*cloud]
+	if !ok {
+		return usageErr(fmt.Errorf("--cloud must be aws, azure or gcp, not %q", *cloud))
+	}
+	main, err := buildTarget(*app, *pkg, dirName)
 	if err != nil {
 		return usageErr(err)
 	}
-	if *out == "" {
+	if *out == "" && !(*cloud == "gcp" && *push) {
 		return usageErr(fmt.Errorf("--out is required"))
+	}
+	if *cloud == "gcp" && *image == "" {
+		return usageErr(fmt.Errorf("--cloud gcp needs --image (the reference the image is tagged and pushed as)"))
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
 	}
 	switch *cloud {
 	case "aws":
-		dir, err := os.Getwd()
-		if err != nil {
-			return err
-		}
 		return build.AWSLambda(ctx, dir, main, *arch, *out, stderr)
-	case "azure", "gcp":
-		return fmt.Errorf("build: --cloud %s: its function host is not built yet (docs/roadmap.md); aws is", *cloud)
+	case "azure":
+		return build.AzureFunctions(ctx, dir, main, *out, stderr)
 	}
-	return usageErr(fmt.Errorf("--cloud must be aws, azure or gcp, not %q", *cloud))
+	digestRef, err := build.CloudRunImage(ctx, dir, main, *image, *out, *push, stderr)
+	if err == nil {
+		fmt.Fprintln(stdout, digestRef)
+	}
+	return err
 }
 
-func buildTarget(app, pkg string) (string, error) {
+func buildTarget(app, pkg, dirName string) (string, error) {
 	switch {
 	case app != "" && pkg != "":
 		return "", fmt.Errorf("give --app or --pkg, not both")
 	case pkg != "":
 		return pkg, nil
 	case app == "":
-		return "", fmt.Errorf("give --app (%s) or --pkg", lambdaApps())
+		return "", fmt.Errorf("give --app (%s) or --pkg", strings.Join(exampleApps, ", "))
+	case !slices.Contains(exampleApps, app):
+		return "", fmt.Errorf("no example named %q; the examples are %s", app, strings.Join(exampleApps, ", "))
 	}
-	main, ok := lambdaMains[app]
-	if !ok {
-		return "", fmt.Errorf("no example named %q; the examples are %s", app, lambdaApps())
-	}
-	return main, nil
+	return "github.com/ssfkit/ssfkit/examples/" + app + "/" + dirName, nil
 }
-
-func lambdaApps() string { return strings.Join(slices.Sorted(maps.Keys(lambdaMains)), ", ") }
 
 func usageErr(err error) error { return &cliUsageError{err: fmt.Errorf("build: %w", err)} }

@@ -35,7 +35,8 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"build", "--cloud", "aws", "--app", "shop", "--out", "x.zip"}, status: 2, stderrPart: `no example named "shop"`},
 		{args: []string{"build", "--cloud", "aws", "--app", "bank"}, status: 2, stderrPart: "--out is required"},
 		{args: []string{"build", "--cloud", "ibm", "--app", "bank", "--out", "x.zip"}, status: 2, stderrPart: `not "ibm"`},
-		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--out", "x.zip"}, status: 1, stderrPart: "not built yet"},
+		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--out", "x.tar"}, status: 2, stderrPart: "--cloud gcp needs --image"},
+		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--image", "Not A Ref", "--out", "x.tar"}, status: 1, stderrPart: `image reference "Not A Ref"`},
 		{args: []string{"build", "--cloud", "aws", "--app", "bank", "--arch", "mips", "--out", "x.zip"}, status: 1, stderrPart: `architecture "mips"`},
 	} {
 		var stdout, stderr bytes.Buffer

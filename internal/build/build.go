@@ -24,37 +24,57 @@ func AWSLambda(ctx context.Context, dir, pkg, arch, out string, progress io.Writ
 	if !ok {
 		return fmt.Errorf("build: architecture %q: Lambda runs arm64 or x86_64", arch)
 	}
-	tmp, err := os.MkdirTemp("", "ssfkit-build-")
+	start := time.Now()
+	// lambda.norpc drops the legacy go1.x RPC server, which provided.al2023 never uses.
+	bin, cleanup, err := compile(ctx, dir, pkg, goarch, "lambda.norpc", progress)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "bootstrap")
-	start := time.Now()
-	fmt.Fprintf(progress, "build: compiling %s for linux/%s\n", pkg, goarch)
-	// lambda.norpc drops the legacy go1.x RPC server, which provided.al2023 never uses.
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", bin, pkg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = progress, &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build: go build %s: %v\n%s", pkg, err, stderr.String())
-	}
-	if err := zipExecutable(bin, "bootstrap", out); err != nil {
+	defer cleanup()
+	if err := writeZip(out, []zipEntry{{name: "bootstrap", path: bin, mode: 0o755}}); err != nil {
 		return fmt.Errorf("build: writing %s: %w", out, err)
 	}
 	fmt.Fprintf(progress, "build: wrote %s (%s)\n", out, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
-// zipExecutable writes a zip holding the file at path as name, executable, to out; the zip is
-// written next to out first, so a failed build leaves no partial artifact.
-func zipExecutable(path, name, out string) error {
-	b, err := os.ReadFile(path)
+// compile cross-compiles pkg for linux/goarch, statically, into a temporary directory; cleanup
+// removes it.
+func compile(ctx context.Context, dir, pkg, goarch, tags string, progress io.Writer) (bin string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "ssfkit-build-")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	bin = filepath.Join(tmp, "main")
+	fmt.Fprintf(progress, "build: compiling %s for linux/%s\n", pkg, goarch)
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = progress, &stderr
+	if err := cmd.Run(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("build: go build %s: %v\n%s", pkg, err, stderr.String())
+	}
+	return bin, cleanup, nil
+}
+
+// zipEntry is a file of a zip: from the file at path, or with the given content.
+type zipEntry struct {
+	name    string
+	path    string
+	content []byte
+	mode    os.FileMode
+}
+
+// writeZip writes the entries as a zip to out; the zip is written next to out first, so a
+// failed build leaves no partial artifact.
+func writeZip(out string, entries []zipEntry) error {
 	partial := out + ".partial"
 	f, err := os.Create(partial)
 	if err != nil {
@@ -62,11 +82,21 @@ func zipExecutable(path, name, out string) error {
 	}
 	defer os.Remove(partial)
 	z := zip.NewWriter(f)
-	h := &zip.FileHeader{Name: name, Method: zip.Deflate}
-	h.SetMode(0o755)
-	w, err := z.CreateHeader(h)
-	if err == nil {
-		_, err = w.Write(b)
+	for _, e := range entries {
+		if e.path != "" {
+			if e.content, err = os.ReadFile(e.path); err != nil {
+				break
+			}
+		}
+		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
+		h.SetMode(e.mode)
+		var w io.Writer
+		if w, err = z.CreateHeader(h); err != nil {
+			break
+		}
+		if _, err = w.Write(e.content); err != nil {
+			break
+		}
 	}
 	if err == nil {
 		err = z.Close()

@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -32,9 +31,9 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/ssfkit/ssfkit/adapters/host"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
-	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -48,59 +47,35 @@ const (
 
 // Config is a function's configuration, from its environment (ConfigFromEnv).
 type Config struct {
-	Role          string // _HANDLER
-	SSF           string // SSFKIT_SSF
-	Environment   string // SSFKIT_ENVIRONMENT: the prefix of the environment's function names
-	Store         string // SSFKIT_STORE
-	Queue         string // SSFKIT_QUEUE
-	Lifetime      time.Duration
-	GCBound       time.Duration
-	RelaunchDelay time.Duration
+	Role string // _HANDLER
+	host.Config
 }
 
 // ConfigFromEnv reads a function's configuration; getenv is os.Getenv outside tests.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Role: getenv("_HANDLER"), SSF: getenv("SSFKIT_SSF"), Environment: getenv("SSFKIT_ENVIRONMENT"),
-		Store: getenv("SSFKIT_STORE"), Queue: getenv("SSFKIT_QUEUE")}
+	c := Config{Role: getenv("_HANDLER")}
 	switch c.Role {
 	case RoleSSF, RoleIntentCollector, RoleGarbageCollector:
 	default:
 		return c, fmt.Errorf("lambdahost: the function's handler setting (_HANDLER) is %q; want %s, %s or %s", c.Role, RoleSSF, RoleIntentCollector, RoleGarbageCollector)
 	}
-	for name, v := range map[string]string{"SSFKIT_SSF": c.SSF, "SSFKIT_ENVIRONMENT": c.Environment, "SSFKIT_STORE": c.Store, "SSFKIT_QUEUE": c.Queue} {
-		if v == "" {
-			return c, fmt.Errorf("lambdahost: %s is not set (the ssf module sets it)", name)
-		}
-	}
-	for name, d := range map[string]*time.Duration{"SSFKIT_LIFETIME_SECONDS": &c.Lifetime, "SSFKIT_GC_BOUND_SECONDS": &c.GCBound, "SSFKIT_RELAUNCH_DELAY_SECONDS": &c.RelaunchDelay} {
-		raw := getenv(name)
-		if raw == "" {
-			continue // the runtime's default
-		}
-		s, err := strconv.Atoi(raw)
-		if err != nil || s <= 0 {
-			return c, fmt.Errorf("lambdahost: %s=%q must be a positive whole number of seconds", name, raw)
-		}
-		*d = time.Duration(s) * time.Second
+	var err error
+	if c.Config, err = host.ConfigFromEnv(getenv); err != nil {
+		return c, fmt.Errorf("lambdahost: %w", err)
 	}
 	return c, nil
 }
 
 // Host serves one function.
 type Host struct {
-	cfg   Config
-	rt    *ssf.Runtime
-	queue *queue.Queue
+	role string
+	fn   *host.Function
 }
 
 // New opens the SSF's store and queue and builds its runtime. handlers are the application's
 // SSF handlers by name; the one named cfg.SSF is served. invoker reaches the other SSFs'
 // functions (nil: a Lambda client from the default AWS configuration).
 func New(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, invoker Invoker) (*Host, error) {
-	handler, ok := handlers[cfg.SSF]
-	if !ok {
-		return nil, fmt.Errorf("lambdahost: this artifact has no SSF named %q (SSFKIT_SSF); it has %d others: build it from the application that defines %s", cfg.SSF, len(handlers), cfg.SSF)
-	}
 	if invoker == nil {
 		awsCfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
@@ -108,41 +83,28 @@ func New(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, invok
 		}
 		invoker = awslambda.NewFromConfig(awsCfg)
 	}
-	tbl, err := store.Open(ctx, cfg.Store)
+	fn, err := host.Open(ctx, cfg.Config, handlers, func(own *queue.Queue) ssf.Transport {
+		return &transport{cfg: cfg, invoker: invoker, queue: own}
+	})
 	if err != nil {
-		return nil, fmt.Errorf("lambdahost: SSF %s: %w", cfg.SSF, err)
+		return nil, fmt.Errorf("lambdahost: %w", err)
 	}
-	q, err := queue.Open(ctx, cfg.Queue)
-	if err != nil {
-		tbl.Close()
-		return nil, fmt.Errorf("lambdahost: SSF %s: %w", cfg.SSF, err)
-	}
-	rt, err := ssf.New(ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
-		RelaunchDelay: cfg.RelaunchDelay, Transport: &transport{cfg: cfg, invoker: invoker, queue: q}})
-	if err != nil {
-		q.Close()
-		tbl.Close()
-		return nil, err
-	}
-	return &Host{cfg: cfg, rt: rt, queue: q}, nil
+	return &Host{role: cfg.Role, fn: fn}, nil
 }
 
 // Runtime is the SSF's runtime.
-func (h *Host) Runtime() *ssf.Runtime { return h.rt }
+func (h *Host) Runtime() *ssf.Runtime { return h.fn.Runtime }
 
 // Close releases the store and the queue.
-func (h *Host) Close() {
-	h.queue.Close()
-	h.rt.Config().Store.Close()
-}
+func (h *Host) Close() { h.fn.Close() }
 
 // Handle is the Lambda handler: one event in, the function's response out.
 func (h *Host) Handle(ctx context.Context, event json.RawMessage) (any, error) {
-	switch h.cfg.Role {
+	switch h.role {
 	case RoleIntentCollector:
-		return h.rt.CollectIntents(ctx)
+		return h.fn.Runtime.CollectIntents(ctx)
 	case RoleGarbageCollector:
-		return h.rt.CollectGarbage(ctx)
+		return h.fn.Runtime.CollectGarbage(ctx)
 	}
 	var sqsEvent events.SQSEvent
 	if err := json.Unmarshal(event, &sqsEvent); err == nil && len(sqsEvent.Records) > 0 && sqsEvent.Records[0].EventSource == "aws:sqs" {
@@ -150,15 +112,15 @@ func (h *Host) Handle(ctx context.Context, event json.RawMessage) (any, error) {
 	}
 	var req ssf.Request
 	if err := json.Unmarshal(event, &req); err != nil {
-		return nil, fmt.Errorf("%w: SSF %s: the event is neither an ssf.Request nor an SQS batch: %v", ssf.ErrBadInput, h.cfg.SSF, err)
+		return nil, fmt.Errorf("%w: SSF %s: the event is neither an ssf.Request nor an SQS batch: %v", ssf.ErrBadInput, h.fn.Config.SSF, err)
 	}
-	return h.rt.Handle(ctx, req)
+	return h.fn.Runtime.Handle(ctx, req)
 }
 
 // handleQueued runs a batch of asynchronous starts; the ones that fail are reported so SQS
 // delivers them again (and dead-letters them after the queue's maxReceiveCount).
 func (h *Host) handleQueued(ctx context.Context, e events.SQSEvent) events.SQSEventResponse {
-	run := local.QueueHandler(h.rt)
+	run := local.QueueHandler(h.fn.Runtime)
 	var resp events.SQSEventResponse
 	for _, r := range e.Records {
 		enc := ""
@@ -168,7 +130,7 @@ func (h *Host) handleQueued(ctx context.Context, e events.SQSEvent) events.SQSEv
 		attempts, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
 		m := &queue.Message{ID: r.MessageId, Body: sqsqueue.Body(r.Body, enc), Attempts: attempts}
 		if err := run(ctx, m); err != nil {
-			slog.Error("asynchronous start failed; SQS will deliver it again", "ssf", h.cfg.SSF, "message", r.MessageId, "err", err)
+			slog.Error("asynchronous start failed; SQS will deliver it again", "ssf", h.fn.Config.SSF, "message", r.MessageId, "err", err)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/ssfkit/ssfkit/adapters/host"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
@@ -185,7 +186,7 @@ func deliverQueued(t *testing.T, h *Host) int {
 	ctx := context.Background()
 	n := 0
 	for {
-		msgs, err := h.queue.Receive(ctx, queue.ReceiveOptions{Max: 10})
+		msgs, err := h.fn.Queue.Receive(ctx, queue.ReceiveOptions{Max: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +206,7 @@ func deliverQueued(t *testing.T, h *Host) int {
 			t.Fatalf("queued starts failed: %+v", failed)
 		}
 		for _, m := range msgs {
-			if err := h.queue.Ack(ctx, m); err != nil {
+			if err := h.fn.Queue.Ack(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -214,7 +215,7 @@ func deliverQueued(t *testing.T, h *Host) int {
 }
 
 func TestWrongSSF(t *testing.T) {
-	cfg := Config{Role: RoleSSF, SSF: "nobody", Environment: "bank", Store: "mem://", Queue: "mem://"}
+	cfg := Config{Role: RoleSSF, Config: host.Config{SSF: "nobody", Environment: "bank", Store: "mem://", Queue: "mem://"}}
 	if _, err := New(context.Background(), cfg, bank.Handlers(), &functions{}); err == nil || !strings.Contains(err.Error(), `no SSF named "nobody"`) {
 		t.Fatalf("got %v", err)
 	}

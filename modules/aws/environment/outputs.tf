@@ -3,7 +3,7 @@ output "name" {
   value       = var.name
 }
 
-output "kms_key_arn" {
+output "encryption_key" {
   description = "The key the SSFs encrypt with (null with customer_managed_key = false): pass it to each SSF module."
   value       = var.customer_managed_key ? aws_kms_key.this[0].arn : null
 }

@@ -57,7 +57,7 @@ resource "aws_dynamodb_table" "this" {
   # Always encrypted: with the given key, or with the AWS-managed key for DynamoDB.
   server_side_encryption {
     enabled     = true
-    kms_key_arn = var.kms_key_arn
+    kms_key_arn = var.encryption_key
   }
 
   tags = var.tags
@@ -66,8 +66,8 @@ resource "aws_dynamodb_table" "this" {
 resource "aws_sqs_queue" "dead_letter" {
   name                      = "${local.prefix}-dlq"
   message_retention_seconds = 1209600 # 14 days, SQS's longest: time to inspect and redrive
-  sqs_managed_sse_enabled   = var.kms_key_arn == null ? true : null
-  kms_master_key_id         = var.kms_key_arn
+  sqs_managed_sse_enabled   = var.encryption_key == null ? true : null
+  kms_master_key_id         = var.encryption_key
   tags                      = var.tags
 }
 
@@ -77,8 +77,8 @@ resource "aws_sqs_queue" "this" {
   # AWS's advice for a queue feeding Lambda: six times the function timeout, so a batch is not
   # delivered again while a throttled function still holds it.
   visibility_timeout_seconds = 6 * var.function_timeout_seconds
-  sqs_managed_sse_enabled    = var.kms_key_arn == null ? true : null
-  kms_master_key_id          = var.kms_key_arn
+  sqs_managed_sse_enabled    = var.encryption_key == null ? true : null
+  kms_master_key_id          = var.encryption_key
 
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.dead_letter.arn
@@ -92,7 +92,7 @@ resource "aws_cloudwatch_log_group" "this" {
   for_each          = local.functions
   name              = "/aws/lambda/${each.value.name}"
   retention_in_days = var.log_retention_days
-  kms_key_id        = var.kms_key_arn
+  kms_key_id        = var.encryption_key
   tags              = var.tags
 }
 
@@ -158,11 +158,11 @@ data "aws_iam_policy_document" "this" {
   }
 
   dynamic "statement" {
-    for_each = var.kms_key_arn == null ? [] : [1]
+    for_each = var.encryption_key == null ? [] : [1]
     content {
       sid       = "EnvironmentKey"
       actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
-      resources = [var.kms_key_arn]
+      resources = [var.encryption_key]
     }
   }
 }
@@ -239,11 +239,11 @@ resource "aws_iam_role_policy" "scheduler" {
 
 resource "aws_scheduler_schedule" "collector" {
   for_each = {
-    intent_collector  = var.intent_collector_schedule
-    garbage_collector = var.garbage_collector_schedule
+    intent_collector  = var.intent_collector_every_minutes
+    garbage_collector = var.garbage_collector_every_minutes
   }
   name                = "${local.prefix}-${replace(each.key, "_", "-")}"
-  schedule_expression = each.value
+  schedule_expression = each.value == 1 ? "rate(1 minute)" : "rate(${each.value} minutes)"
 
   flexible_time_window {
     mode = "OFF"

@@ -88,25 +88,25 @@ variable "memory_mb" {
   }
 }
 
-variable "intent_collector_schedule" {
-  description = "EventBridge Scheduler expression for the intent collector, which re-runs unfinished instances."
-  type        = string
-  default     = "rate(1 minute)"
+variable "intent_collector_every_minutes" {
+  description = "The intent collector's period in minutes: it re-runs unfinished instances."
+  type        = number
+  default     = 1
 
   validation {
-    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.intent_collector_schedule))
-    error_message = "intent_collector_schedule must be a rate(...) or cron(...) expression."
+    condition     = var.intent_collector_every_minutes >= 1 && floor(var.intent_collector_every_minutes) == var.intent_collector_every_minutes
+    error_message = "intent_collector_every_minutes must be a whole number of minutes, at least 1."
   }
 }
 
-variable "garbage_collector_schedule" {
-  description = "EventBridge Scheduler expression for the garbage collector."
-  type        = string
-  default     = "rate(5 minutes)"
+variable "garbage_collector_every_minutes" {
+  description = "The garbage collector's period in minutes."
+  type        = number
+  default     = 5
 
   validation {
-    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.garbage_collector_schedule))
-    error_message = "garbage_collector_schedule must be a rate(...) or cron(...) expression."
+    condition     = var.garbage_collector_every_minutes >= 1 && floor(var.garbage_collector_every_minutes) == var.garbage_collector_every_minutes
+    error_message = "garbage_collector_every_minutes must be a whole number of minutes, at least 1."
   }
 }
 
@@ -132,8 +132,8 @@ variable "peers" {
   }
 }
 
-variable "kms_key_arn" {
-  description = "Customer-managed KMS key for the table, queues and logs (the environment module's `kms_key_arn`). Null: AWS-managed encryption, still on."
+variable "encryption_key" {
+  description = "Customer-managed KMS key (ARN) for the table, queues and logs (the environment module's `encryption_key`). Null: AWS-managed encryption, still on."
   type        = string
   default     = null
 }

@@ -43,7 +43,7 @@ module "ssf" {
   environment         = module.environment.name
   peers               = each.value
   artifact            = var.artifact
-  kms_key_arn         = module.environment.kms_key_arn
+  encryption_key      = module.environment.encryption_key
   tags                = module.environment.tags
   deletion_protection = !var.throwaway
 }

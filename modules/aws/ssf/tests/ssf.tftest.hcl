@@ -79,7 +79,7 @@ run "applies" {
   }
 
   assert {
-    condition     = length(aws_scheduler_schedule.collector) == 2 && aws_scheduler_schedule.collector["intent_collector"].schedule_expression == "rate(1 minute)"
+    condition     = length(aws_scheduler_schedule.collector) == 2 && aws_scheduler_schedule.collector["intent_collector"].schedule_expression == "rate(1 minute)" && aws_scheduler_schedule.collector["garbage_collector"].schedule_expression == "rate(5 minutes)"
     error_message = "both collectors must be scheduled"
   }
 

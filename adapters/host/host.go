@@ -1,0 +1,109 @@
+// Package host holds what every cloud function host shares: the SSF's configuration as the
+// Terraform modules set it (SSFKIT_* settings, docs/modules.md) and opening the SSF's store,
+// queue and runtime from it. The hosts themselves are lambdahost (AWS Lambda) and httphost
+// (Azure Functions custom handlers and Cloud Run).
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// Config is one SSF's configuration, from its function's environment (ConfigFromEnv).
+type Config struct {
+	SSF           string // SSFKIT_SSF
+	Environment   string // SSFKIT_ENVIRONMENT: the environment's name
+	Store         string // SSFKIT_STORE
+	Queue         string // SSFKIT_QUEUE
+	Lifetime      time.Duration
+	GCBound       time.Duration
+	RelaunchDelay time.Duration
+	// Peers are the base URLs of the functions of the SSFs this one calls, by SSF name
+	// (SSFKIT_PEERS, a JSON object; the HTTP hosts' modules set it).
+	Peers map[string]string
+}
+
+// ConfigFromEnv reads an SSF's configuration; getenv is os.Getenv outside tests. The errors
+// name the setting, for the function's init failure report.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{SSF: getenv("SSFKIT_SSF"), Environment: getenv("SSFKIT_ENVIRONMENT"),
+		Store: getenv("SSFKIT_STORE"), Queue: getenv("SSFKIT_QUEUE")}
+	for _, s := range []struct{ name, value string }{{"SSFKIT_SSF", c.SSF}, {"SSFKIT_ENVIRONMENT", c.Environment}, {"SSFKIT_STORE", c.Store}, {"SSFKIT_QUEUE", c.Queue}} {
+		if s.value == "" {
+			return c, fmt.Errorf("%s is not set (the ssf module sets it)", s.name)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{"SSFKIT_LIFETIME_SECONDS", &c.Lifetime}, {"SSFKIT_GC_BOUND_SECONDS", &c.GCBound}, {"SSFKIT_RELAUNCH_DELAY_SECONDS", &c.RelaunchDelay}} {
+		raw := getenv(d.name)
+		if raw == "" {
+			continue // the runtime's default
+		}
+		s, err := strconv.Atoi(raw)
+		if err != nil || s <= 0 {
+			return c, fmt.Errorf("%s=%q must be a positive whole number of seconds", d.name, raw)
+		}
+		*d.to = time.Duration(s) * time.Second
+	}
+	if raw := getenv("SSFKIT_PEERS"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &c.Peers); err != nil {
+			return c, fmt.Errorf("SSFKIT_PEERS must be a JSON object of SSF names to URLs: %v", err)
+		}
+		for name, base := range c.Peers {
+			if u, err := url.Parse(base); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return c, fmt.Errorf("SSFKIT_PEERS: the URL of %s, %q, is not an http(s) URL", name, base)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Function is an SSF opened from its configuration: its runtime and its own queue.
+type Function struct {
+	Config  Config
+	Runtime *ssf.Runtime
+	Queue   *queue.Queue
+}
+
+// Open opens the SSF's store and queue and builds its runtime. handlers are the application's
+// SSF handlers by name; the one named cfg.SSF is served. transport builds the runtime's way to
+// reach other SSFs, given the SSF's own queue (where its own asynchronous starts go).
+func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, transport func(own *queue.Queue) ssf.Transport) (*Function, error) {
+	handler, ok := handlers[cfg.SSF]
+	if !ok {
+		return nil, fmt.Errorf("this artifact has no SSF named %q (SSFKIT_SSF); it has %d others: build it from the application that defines %s", cfg.SSF, len(handlers), cfg.SSF)
+	}
+	tbl, err := store.Open(ctx, cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("SSF %s: %w", cfg.SSF, err)
+	}
+	q, err := queue.Open(ctx, cfg.Queue)
+	if err != nil {
+		tbl.Close()
+		return nil, fmt.Errorf("SSF %s: %w", cfg.SSF, err)
+	}
+	rt, err := ssf.New(ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
+		RelaunchDelay: cfg.RelaunchDelay, Transport: transport(q)})
+	if err != nil {
+		q.Close()
+		tbl.Close()
+		return nil, err
+	}
+	return &Function{Config: cfg, Runtime: rt, Queue: q}, nil
+}
+
+// Close releases the store and the queue.
+func (f *Function) Close() {
+	f.Queue.Close()
+	f.Runtime.Config().Store.Close()
+}

@@ -1,0 +1,399 @@
+// Package httphost runs an application's SSFs as HTTP servers: Azure Functions custom handlers
+// and Cloud Run services. One binary, built by `ssfkit build --cloud azure|gcp`, serves the SSF
+// named SSFKIT_SSF and both of its collectors (docs/modules.md has the routes and settings):
+//
+//   - POST /ssf: an ssf.Request (a peer's SyncInvoke, a callback, `ssfkit invoke`), answered
+//     with its ssf.Result;
+//   - POST /spawn: an asynchronous start from a peer, put on the SSF's own queue (only the SSF's
+//     identity may write its queue);
+//   - POST /queue: one asynchronous start delivered by the platform: Azure's queue trigger, or a
+//     Pub/Sub push. A failure answers 500, so the platform delivers it again and dead-letters
+//     it after the queue's delivery limit;
+//   - POST /intent-collector, /garbage-collector: one collector pass, on the platform's timer.
+//
+// Azure forwards HTTP-triggered functions under /api, so /api/ssf and /api/spawn are the same
+// routes; its other triggers arrive as custom-handler invocations and are answered as such.
+// Peers are called over HTTP at the URLs in SSFKIT_PEERS, authenticated by the platform's
+// Authorizer (AzureFunctionKeys, GoogleIDTokens).
+package httphost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/host"
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// Platform is the serverless platform a Server runs on: it decides how queued starts and
+// timers arrive and how peers are reached.
+type Platform string
+
+const (
+	Azure    Platform = "azure"
+	CloudRun Platform = "gcp"
+)
+
+// maxBody bounds a request body: a request's input is at most a row (400 KiB), and a JSON
+// encoding at most doubles it.
+const maxBody = 1 << 20
+
+// Server serves one SSF's function.
+type Server struct {
+	platform Platform
+	fn       *host.Function
+	mux      *http.ServeMux
+}
+
+// Options are how a Server reaches its peers.
+type Options struct {
+	// Auth authenticates calls to peers (nil: none, for private networks).
+	Auth Authorizer
+	// Client makes the calls (nil: a client with Go's default transport).
+	Client *http.Client
+}
+
+// New opens the SSF configured by cfg and returns its server.
+func New(ctx context.Context, platform Platform, cfg host.Config, handlers map[string]ssf.Handler, opts Options) (*Server, error) {
+	if platform != Azure && platform != CloudRun {
+		return nil, fmt.Errorf("httphost: unknown platform %q (want %s or %s)", platform, Azure, CloudRun)
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	peers := &peerTransport{cfg: cfg, platform: platform, auth: opts.Auth, client: opts.Client}
+	fn, err := host.Open(ctx, cfg, handlers, func(own *queue.Queue) ssf.Transport {
+		peers.queue = own
+		return peers
+	})
+	if err != nil {
+		return nil, fmt.Errorf("httphost: %w", err)
+	}
+	s := &Server{platform: platform, fn: fn, mux: http.NewServeMux()}
+	for _, prefix := range []string{"", "/api"} {
+		s.mux.HandleFunc("POST "+prefix+"/ssf", s.handleRequest)
+		s.mux.HandleFunc("POST "+prefix+"/spawn", s.handleSpawn)
+	}
+	s.mux.HandleFunc("POST /queue", s.handleQueued)
+	s.mux.HandleFunc("POST /intent-collector", s.collector(func(ctx context.Context) (any, error) { return fn.Runtime.CollectIntents(ctx) }))
+	s.mux.HandleFunc("POST /garbage-collector", s.collector(func(ctx context.Context) (any, error) { return fn.Runtime.CollectGarbage(ctx) }))
+	return s, nil
+}
+
+// Runtime is the SSF's runtime.
+func (s *Server) Runtime() *ssf.Runtime { return s.fn.Runtime }
+
+// Close releases the store and the queue.
+func (s *Server) Close() { s.fn.Close() }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// decodeRequest reads an ssf.Request body.
+func decodeRequest(r *http.Request) (ssf.Request, error) {
+	var req ssf.Request
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("the body is not a JSON ssf.Request: %v", err)
+	}
+	return req, nil
+}
+
+func (s *Server) handleRequest(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeRequest(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.fn.Runtime.Handle(r.Context(), req)
+	switch {
+	case errors.Is(err, ssf.ErrBadInput):
+		writeError(w, http.StatusBadRequest, err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeRequest(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	body, _ := json.Marshal(req)
+	id, err := s.fn.Queue.Send(r.Context(), body)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"message": id})
+}
+
+// handleQueued runs one asynchronous start delivered by the platform.
+func (s *Server) handleQueued(w http.ResponseWriter, r *http.Request) {
+	var (
+		m   *queue.Message
+		err error
+	)
+	if s.platform == Azure {
+		m, err = decodeAzureQueueItem(r.Body)
+	} else {
+		m, err = decodePubSubPush(r.Body)
+	}
+	if err != nil {
+		// Delivered again until the platform dead-letters it, where it can be inspected.
+		slog.Error("undecodable queue delivery", "ssf", s.fn.Config.SSF, "err", err)
+		s.reply(w, http.StatusBadRequest, nil, err)
+		return
+	}
+	if err := local.QueueHandler(s.fn.Runtime)(r.Context(), m); err != nil {
+		slog.Error("asynchronous start failed; the platform will deliver it again", "ssf", s.fn.Config.SSF, "message", m.ID, "attempt", m.Attempts, "err", err)
+		s.reply(w, http.StatusInternalServerError, nil, err)
+		return
+	}
+	s.reply(w, http.StatusOK, nil, nil)
+}
+
+func (s *Server) collector(pass func(context.Context) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, http.MaxBytesReader(nil, r.Body, maxBody)) // a timer's or scheduler's payload: nothing needed
+		report, err := pass(r.Context())
+		if err != nil {
+			s.reply(w, http.StatusInternalServerError, nil, err)
+			return
+		}
+		s.reply(w, http.StatusOK, report, nil)
+	}
+}
+
+// reply answers a platform-triggered invocation: Azure wants a custom handler response, Cloud
+// Run callers only look at the status.
+func (s *Server) reply(w http.ResponseWriter, status int, value any, err error) {
+	if s.platform != Azure {
+		if err != nil {
+			writeError(w, status, err)
+		} else {
+			writeJSON(w, status, value)
+		}
+		return
+	}
+	resp := azureInvocationResponse{Outputs: map[string]any{}, Logs: []string{}, ReturnValue: value}
+	if err != nil {
+		resp.Logs = append(resp.Logs, err.Error())
+	}
+	writeJSON(w, status, resp)
+}
+
+// azureInvocation is what the Functions host posts to a custom handler for a non-HTTP trigger:
+// the trigger's data by binding name, and its metadata.
+type azureInvocation struct {
+	Data     map[string]json.RawMessage `json:"Data"`
+	Metadata map[string]json.RawMessage `json:"Metadata"`
+}
+
+type azureInvocationResponse struct {
+	Outputs     map[string]any `json:"Outputs"`
+	Logs        []string       `json:"Logs"`
+	ReturnValue any            `json:"ReturnValue"`
+}
+
+// decodeAzureQueueItem reads a queue trigger invocation (function "queue", binding "message").
+// The host has already base64-decoded the message; it passes a message that is JSON either as
+// a JSON string or as the JSON itself, depending on the host version, so both are accepted.
+func decodeAzureQueueItem(body io.Reader) (*queue.Message, error) {
+	var inv azureInvocation
+	if err := json.NewDecoder(io.LimitReader(body, maxBody)).Decode(&inv); err != nil {
+		return nil, fmt.Errorf("not a custom handler invocation: %v", err)
+	}
+	raw, ok := inv.Data["message"]
+	if !ok {
+		return nil, errors.New(`the invocation has no "message" binding (function.json of the queue function names it)`)
+	}
+	m := &queue.Message{Body: raw}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		m.Body = []byte(text)
+	}
+	m.ID = metadataString(inv.Metadata["Id"])
+	m.Attempts, _ = strconv.Atoi(metadataString(inv.Metadata["DequeueCount"]))
+	return m, nil
+}
+
+// metadataString reads a metadata value the host sends as a string or as a number.
+func metadataString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(raw))
+}
+
+// pubSubPush is a Pub/Sub push request's body.
+type pubSubPush struct {
+	Message struct {
+		Data      []byte `json:"data"` // base64 in JSON, which encoding/json decodes
+		MessageID string `json:"messageId"`
+	} `json:"message"`
+	Subscription    string `json:"subscription"`
+	DeliveryAttempt int    `json:"deliveryAttempt"`
+}
+
+func decodePubSubPush(body io.Reader) (*queue.Message, error) {
+	var p pubSubPush
+	if err := json.NewDecoder(io.LimitReader(body, maxBody)).Decode(&p); err != nil {
+		return nil, fmt.Errorf("not a Pub/Sub push request: %v", err)
+	}
+	if p.Message.MessageID == "" {
+		return nil, errors.New("not a Pub/Sub push request: no message id")
+	}
+	return &queue.Message{ID: p.Message.MessageID, Body: p.Message.Data, Attempts: p.DeliveryAttempt}, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+// ListenAddress is where the platform expects the server: Azure's custom handler port, Cloud
+// Run's PORT, on all interfaces since the platform's front end connects from outside the
+// container.
+func ListenAddress(platform Platform, getenv func(string) string) string {
+	port := getenv("PORT")
+	if platform == Azure {
+		port = getenv("FUNCTIONS_CUSTOMHANDLER_PORT")
+	}
+	if port == "" {
+		port = "8080"
+	}
+	return ":" + port
+}
+
+// Main serves the function the platform started this process for, with the application's
+// handlers. It exits with a message if the configuration is wrong: the platform reports it.
+func Main(platform Platform, handlers map[string]ssf.Handler) {
+	ctx := context.Background()
+	err := func() error {
+		cfg, err := host.ConfigFromEnv(os.Getenv)
+		if err != nil {
+			return fmt.Errorf("httphost: %w", err)
+		}
+		auth, err := PlatformAuthorizer(ctx, platform, os.Getenv)
+		if err != nil {
+			return err
+		}
+		s, err := New(ctx, platform, cfg, handlers, Options{Auth: auth})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		srv := &http.Server{Addr: ListenAddress(platform, os.Getenv), Handler: s, ReadHeaderTimeout: 10 * time.Second}
+		slog.Info("serving", "ssf", cfg.SSF, "platform", platform, "address", srv.Addr)
+		return srv.ListenAndServe()
+	}()
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
+// peerTransport reaches the other SSFs of the environment through their functions' URLs.
+type peerTransport struct {
+	cfg      host.Config
+	platform Platform
+	auth     Authorizer
+	client   *http.Client
+	queue    *queue.Queue
+}
+
+// post sends req to a peer's route and returns the response body. A 400 means the peer refused
+// the request as malformed, which no retry fixes.
+func (t *peerTransport) post(ctx context.Context, name, route string, req ssf.Request) ([]byte, error) {
+	base, ok := t.cfg.Peers[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not a peer of %s (the ssf module's peers variable)", ssf.ErrBadInput, name, t.cfg.SSF)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if t.platform == Azure {
+		route = "/api" + route
+	}
+	url := strings.TrimSuffix(base, "/") + route
+	for attempt := 0; ; attempt++ {
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		hr.Header.Set("Content-Type", "application/json")
+		if t.auth != nil {
+			if err := t.auth.Authorize(ctx, hr, name, base, attempt > 0); err != nil {
+				return nil, fmt.Errorf("authorizing the call to %s: %w", name, err)
+			}
+		}
+		resp, err := t.client.Do(hr)
+		if err != nil {
+			return nil, fmt.Errorf("calling %s: %w", name, err)
+		}
+		out, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("calling %s: %w", name, err)
+		case (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && attempt == 0 && t.auth != nil:
+			continue // a rotated key or an expired token: fetch a fresh one once
+		case resp.StatusCode == http.StatusBadRequest:
+			return nil, fmt.Errorf("%w: %s refused the request: %s", ssf.ErrBadInput, name, bytes.TrimSpace(out))
+		case resp.StatusCode/100 != 2:
+			return nil, fmt.Errorf("calling %s: %s: %s", name, resp.Status, bytes.TrimSpace(out))
+		}
+		return out, nil
+	}
+}
+
+// Call runs req on the peer and waits for its result. An error other than a refusal leaves
+// the outcome unknown, as the runtime expects of a transport.
+func (t *peerTransport) Call(ctx context.Context, name string, req ssf.Request) (ssf.Result, error) {
+	out, err := t.post(ctx, name, "/ssf", req)
+	if err != nil {
+		return ssf.Result{}, err
+	}
+	var res ssf.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return ssf.Result{}, fmt.Errorf("%s answered %q, not an ssf.Result: %w", name, out, err)
+	}
+	return res, nil
+}
+
+// Spawn starts req without waiting: on this SSF's own queue, or through the peer, whose
+// identity owns its queue.
+func (t *peerTransport) Spawn(ctx context.Context, name string, req ssf.Request) error {
+	if name == t.cfg.SSF {
+		body, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		_, err = t.queue.Send(ctx, body)
+		return err
+	}
+	_, err := t.post(ctx, name, "/spawn", req)
+	return err
+}
+
+var _ ssf.Transport = (*peerTransport)(nil)

@@ -1,0 +1,372 @@
+package httphost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"golang.org/x/oauth2"
+
+	"github.com/ssfkit/ssfkit/adapters/host"
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
+	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestConfigFromEnvPeers(t *testing.T) {
+	base := map[string]string{"SSFKIT_SSF": "teller", "SSFKIT_ENVIRONMENT": "bank", "SSFKIT_STORE": "mem://t", "SSFKIT_QUEUE": "mem://q"}
+	base["SSFKIT_PEERS"] = `{"accounts":"https://bank-accounts.azurewebsites.net"}`
+	c, err := host.ConfigFromEnv(env(base))
+	if err != nil || c.Peers["accounts"] != "https://bank-accounts.azurewebsites.net" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	for raw, want := range map[string]string{
+		`["accounts"]`:            "SSFKIT_PEERS must be a JSON object",
+		`{"accounts":"accounts"}`: `the URL of accounts, "accounts", is not an http(s) URL`,
+	} {
+		base["SSFKIT_PEERS"] = raw
+		if _, err := host.ConfigFromEnv(env(base)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("SSFKIT_PEERS=%s: got %v, want an error saying %q", raw, err, want)
+		}
+	}
+}
+
+// platformFixture is what one platform puts around the functions: the URLs it gives them, how
+// it authenticates callers, how it delivers queued starts and timer ticks.
+type platformFixture struct {
+	platform Platform
+	// url is the base URL of an SSF's function on the platform.
+	url func(name string) string
+	// options are the functions' ways to reach their peers.
+	options func(t *testing.T, dial func(host string) string) Options
+	// admit checks a call's credentials as the platform's front end does for the function at base.
+	admit func(r *http.Request, base string) bool
+	// queued wraps a queued message as the platform posts it to /queue.
+	queued func(m *queue.Message) []byte
+	// timer is the body of a timer or scheduler tick.
+	timer []byte
+	// report extracts a collector's report from the response body.
+	report func(body []byte) (json.RawMessage, error)
+}
+
+// staticCredential is an Entra ID credential handing out one token.
+type staticCredential string
+
+func (c staticCredential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: string(c), ExpiresOn: time.Now().Add(time.Hour)}, nil
+}
+
+// azureFixture stands in for Azure: Resource Manager answers listkeys for the SSFs' identity
+// token, and rotates every app's key after its first listing, so the first call to each peer is
+// refused and the host must list the key again.
+func azureFixture(t *testing.T) platformFixture {
+	var mu sync.Mutex
+	keys, listings := map[string]string{}, map[string]int{}
+	keyOf := func(app string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if keys[app] == "" {
+			keys[app] = "stale-" + app
+		}
+		return keys[app]
+	}
+	const sites = "/subscriptions/s/resourceGroups/bank/providers/Microsoft.Web/sites"
+	arm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		app, ok := strings.CutPrefix(r.URL.Path, sites+"/")
+		app, ok2 := strings.CutSuffix(app, "/host/default/listkeys")
+		if r.Method != http.MethodPost || !ok || !ok2 || r.Header.Get("Authorization") != "Bearer identity-token" || r.URL.Query().Get("api-version") == "" {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		key := keyOf(app)
+		mu.Lock()
+		if listings[app]++; listings[app] == 2 {
+			keys[app] = "fresh-" + app // rotated: the first listing handed out a key that no longer works
+			key = keys[app]
+		}
+		mu.Unlock()
+		fmt.Fprintf(w, `{"masterKey":"m","functionKeys":{"default":%q}}`, key)
+	}))
+	t.Cleanup(arm.Close)
+	return platformFixture{
+		platform: Azure,
+		url:      func(name string) string { return "https://bank-" + name + ".azurewebsites.net" },
+		options: func(t *testing.T, dial func(string) string) Options {
+			return Options{Auth: &AzureFunctionKeys{Credential: staticCredential("identity-token"), Sites: sites, Management: arm.URL}, Client: redirectingClient(dial)}
+		},
+		admit: func(r *http.Request, base string) bool {
+			app := strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ".azurewebsites.net")
+			mu.Lock()
+			defer mu.Unlock()
+			return listings[app] >= 2 && r.Header.Get("x-functions-key") == keys[app]
+		},
+		queued: func(m *queue.Message) []byte {
+			body, _ := json.Marshal(string(m.Body)) // the host passes a JSON message as a JSON string
+			return []byte(fmt.Sprintf(`{"Data":{"message":%s},"Metadata":{"Id":%q,"DequeueCount":"%d"}}`, body, m.ID, m.Attempts))
+		},
+		timer: []byte(`{"Data":{"timer":{"Schedule":{"AdjustForDST":true},"IsPastDue":false}},"Metadata":{}}`),
+		report: func(body []byte) (json.RawMessage, error) {
+			var resp struct{ ReturnValue json.RawMessage }
+			err := json.Unmarshal(body, &resp)
+			return resp.ReturnValue, err
+		},
+	}
+}
+
+// cloudRunFixture stands in for Cloud Run: callers present an ID token for the callee's URL.
+func cloudRunFixture(*testing.T) platformFixture {
+	return platformFixture{
+		platform: CloudRun,
+		url:      func(name string) string { return "https://bank-" + name + "-123456.europe-west1.run.app" },
+		options: func(t *testing.T, dial func(string) string) Options {
+			return Options{Auth: &GoogleIDTokens{NewSource: func(_ context.Context, audience string) (oauth2.TokenSource, error) {
+				return oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "id-token-for-" + audience, Expiry: time.Now().Add(time.Hour)}), nil
+			}}, Client: redirectingClient(dial)}
+		},
+		admit: func(r *http.Request, base string) bool { return r.Header.Get("Authorization") == "Bearer id-token-for-"+base },
+		queued: func(m *queue.Message) []byte {
+			b, _ := json.Marshal(map[string]any{"message": map[string]any{"data": m.Body, "messageId": m.ID}, "subscription": "projects/p/subscriptions/s", "deliveryAttempt": m.Attempts})
+			return b
+		},
+		timer:  []byte(`{}`),
+		report: func(body []byte) (json.RawMessage, error) { return body, nil },
+	}
+}
+
+// redirectingClient sends requests for a function's https URL to the test server serving it,
+// over plain HTTP (the platforms terminate TLS in front of functions).
+func redirectingClient(dial func(host string) string) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, _ := net.SplitHostPort(addr)
+		return (&net.Dialer{}).DialContext(ctx, network, dial(host))
+	}
+	return &http.Client{Transport: &schemeRewriter{tr}}
+}
+
+type schemeRewriter struct{ next http.RoundTripper }
+
+func (s *schemeRewriter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme == "https" && !strings.HasPrefix(r.URL.Host, "127.0.0.1") {
+		r = r.Clone(r.Context())
+		r.URL.Scheme = "http"
+	}
+	return s.next.RoundTrip(r)
+}
+
+// The bank example's three SSFs as HTTP functions on each platform: sync calls and callbacks
+// cross functions over HTTP with the platform's authentication (a caller that cannot
+// authenticate is refused), asynchronous starts go through the callee's /spawn onto its queue
+// and come back as the platform's queue deliveries, a poison message fails so the platform
+// dead-letters it, the money is conserved, and the collectors run on timer ticks.
+func TestBankOverHTTP(t *testing.T) {
+	for _, fixture := range []func(*testing.T) platformFixture{azureFixture, cloudRunFixture} {
+		p := fixture(t)
+		t.Run(string(p.platform), func(t *testing.T) { testBank(t, p) })
+	}
+}
+
+func testBank(t *testing.T, p platformFixture) {
+	ctx := context.Background()
+	names := []string{bank.Teller, bank.Accounts, bank.Audit}
+	servers, addrs := map[string]*Server{}, map[string]string{}
+	var rejected atomic.Int64
+	var mux sync.Map // name -> *Server, filled once all exist
+	listeners := map[string]*httptest.Server{}
+	for _, name := range names {
+		base := p.url(name)
+		listeners[name] = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// The platform's front end: only the platform's own triggers skip caller auth.
+			platformRoute := r.URL.Path == "/queue" || strings.HasSuffix(r.URL.Path, "-collector")
+			if !platformRoute && !p.admit(r, base) {
+				rejected.Add(1)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			s, _ := mux.Load(name)
+			s.(*Server).ServeHTTP(w, r)
+		}))
+		t.Cleanup(listeners[name].Close)
+		addrs[strings.TrimPrefix(base, "https://")] = listeners[name].Listener.Addr().String()
+	}
+	dial := func(host string) string { return addrs[host] }
+	for _, name := range names {
+		peers := map[string]string{}
+		for _, other := range names {
+			if other != name {
+				peers[other] = p.url(other)
+			}
+		}
+		cfg := host.Config{SSF: name, Environment: "bank", Store: fmt.Sprintf("mem://%s-%s", p.platform, name),
+			Queue: fmt.Sprintf("mem://%s-%s", p.platform, name), Peers: peers}
+		s, err := New(ctx, p.platform, cfg, bank.Handlers(), p.options(t, dial))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		servers[name] = s
+		mux.Store(name, s)
+	}
+	// The test is a client of the teller and accounts functions, authenticated like a peer.
+	client := p.options(t, dial)
+	call := func(name, route string, body any) (int, []byte) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		if p.platform == Azure && (route == "/ssf" || route == "/spawn") {
+			route = "/api" + route
+		}
+		for attempt := 0; ; attempt++ {
+			req, _ := http.NewRequest(http.MethodPost, p.url(name)+route, bytes.NewReader(b))
+			if err := client.Auth.Authorize(ctx, req, name, p.url(name), attempt > 0); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := client.Client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			_, _ = out.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized && attempt == 0 {
+				continue
+			}
+			return resp.StatusCode, out.Bytes()
+		}
+	}
+	invoke := func(name string, req ssf.Request) ssf.Result {
+		t.Helper()
+		status, out := call(name, "/ssf", req)
+		var res ssf.Result
+		if err := json.Unmarshal(out, &res); status != http.StatusOK || err != nil || res.Err() != nil {
+			t.Fatalf("invoking %s: %d %s %v", name, status, out, res.Err())
+		}
+		return res
+	}
+
+	opening := map[string]int64{"alice": 100, "bob": 100}
+	for name, amount := range opening {
+		invoke(bank.Accounts, ssf.Request{InstanceID: "open-" + name, Input: json.RawMessage(fmt.Sprintf(`{"op":"open","account":%q,"amount":%d}`, name, amount))})
+	}
+	transfers := map[string]bank.Transfer{"t1": {From: "alice", To: "bob", Amount: 30}, "t2": {From: "bob", To: "alice", Amount: 500}}
+	receipts := map[string]bank.Receipt{}
+	for id, tr := range transfers {
+		in, _ := json.Marshal(tr)
+		var r bank.Receipt
+		if err := json.Unmarshal(invoke(bank.Teller, ssf.Request{InstanceID: id, Input: in}).Output, &r); err != nil {
+			t.Fatal(err)
+		}
+		receipts[id] = r
+	}
+	// A retried request is answered from the intent, not run again.
+	again, _ := json.Marshal(transfers["t1"])
+	invoke(bank.Teller, ssf.Request{InstanceID: "t1", Input: again})
+	if rejected.Load() == 0 && p.platform == Azure {
+		t.Fatal("no call used a rotated key: the fixture did not exercise the host's key refresh")
+	}
+
+	// A caller without credentials is refused by the platform; a malformed request by the host.
+	if resp, err := http.Post(listeners[bank.Teller].URL+"/ssf", "application/json", strings.NewReader(`{}`)); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an unauthenticated call: %v %v", resp, err)
+	}
+	if status, out := call(bank.Teller, "/ssf", json.RawMessage(`{"instance_id": 7}`)); status != http.StatusBadRequest {
+		t.Fatalf("a malformed request: %d %s, want 400", status, out)
+	}
+
+	// Audit's stamps were spawned by the teller through audit's /spawn: deliver its queue.
+	if n := deliver(t, p, servers[bank.Audit], listeners[bank.Audit].URL); n != 2 {
+		t.Fatalf("audit's queue delivered %d starts, want 2", n)
+	}
+	// A start spawned by the test through /spawn, and a poison message: the second fails.
+	start := ssf.Request{Kind: ssf.KindInvoke, InstanceID: "open-carol", Input: json.RawMessage(`{"op":"open","account":"carol","amount":5}`), Async: true}
+	if status, out := call(bank.Accounts, "/spawn", start); status != http.StatusAccepted {
+		t.Fatalf("spawn: %d %s", status, out)
+	}
+	if _, err := servers[bank.Accounts].fn.Queue.Send(ctx, []byte("not a request")); err != nil {
+		t.Fatal(err)
+	}
+	if n := deliver(t, p, servers[bank.Accounts], listeners[bank.Accounts].URL); n != 1 {
+		t.Fatalf("accounts' queue delivered %d starts, want 1 (and the poison message refused)", n)
+	}
+	opening["carol"] = 5
+
+	runtimes := map[string]*ssf.Runtime{}
+	for name, s := range servers {
+		runtimes[name] = s.Runtime()
+	}
+	items, err := bank.Snapshot(ctx, runtimes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bank.Check(opening, receipts, transfers, items); err != nil {
+		t.Fatal(err)
+	}
+
+	// Timer ticks run the collectors.
+	var ic ssf.ICReport
+	var gc ssf.GCReport
+	for route, report := range map[string]any{"/intent-collector": &ic, "/garbage-collector": &gc} {
+		resp, err := http.Post(listeners[bank.Teller].URL+route, "application/json", bytes.NewReader(p.timer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		raw, err := p.report(body.Bytes())
+		if resp.StatusCode != http.StatusOK || err != nil || json.Unmarshal(raw, report) != nil {
+			t.Fatalf("%s: %d %s %v", route, resp.StatusCode, body.Bytes(), err)
+		}
+	}
+	if ic.Pending != 0 || gc.Stamped == 0 {
+		t.Fatalf("collectors: %+v %+v, want nothing pending and the finished instances stamped", ic, gc)
+	}
+}
+
+// deliver posts the server's queued messages to its /queue route as the platform would and
+// acknowledges the accepted ones; a refused message must be the poison one, and is dropped
+// (the platform would dead-letter it). It returns the number accepted.
+func deliver(t *testing.T, p platformFixture, s *Server, url string) int {
+	t.Helper()
+	ctx := context.Background()
+	accepted := 0
+	for {
+		msgs, err := s.fn.Queue.Receive(ctx, queue.ReceiveOptions{Max: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			return accepted
+		}
+		for _, m := range msgs {
+			resp, err := http.Post(url+"/queue", "application/json", bytes.NewReader(p.queued(m)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode == http.StatusOK:
+				accepted++
+			case string(m.Body) != "not a request":
+				t.Fatalf("the start %s was refused: %s", m.Body, resp.Status)
+			}
+			if err := s.fn.Queue.Ack(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,42 @@
+output "context" {
+  description = "What every SSF module of the environment takes as its `environment` variable."
+  value = {
+    name           = var.name
+    project        = var.project
+    project_number = local.project_number
+    region         = var.region
+    encryption_key = var.encryption_key
+    tags           = local.tags
+    identities     = local.identities
+    services       = local.services
+  }
+
+  # The SSFs' resources use the service accounts and the key: they wait for them.
+  depends_on = [google_service_account.ssf, google_kms_crypto_key_iam_member.service_agents]
+}
+
+output "name" {
+  description = "The environment's name."
+  value       = var.name
+}
+
+output "project" {
+  description = "The project the environment lives in."
+  value       = var.project
+}
+
+output "region" {
+  description = "The region the environment lives in."
+  value       = var.region
+}
+
+output "identities" {
+  description = "Each SSF's service account: SSF name to its email, IAM member (serviceAccount:EMAIL) and resource ID."
+  value       = local.identities
+  depends_on  = [google_service_account.ssf]
+}
+
+output "services" {
+  description = "Each SSF's Cloud Run service: SSF name to its service name and deterministic URL (what peers and `ssfkit invoke` call)."
+  value       = local.services
+}

@@ -1,0 +1,39 @@
+# The bank example (examples/bank) on Google Cloud: an environment and its three SSFs. teller
+# calls accounts and audit; audit calls accounts; each callee reports back to its caller.
+#
+#   ssfkit build --cloud gcp --app bank --image europe-west1-docker.pkg.dev/P/ssfkit/bank:v1 --push
+#   terraform init && terraform apply -var project=P -var image=europe-west1-docker.pkg.dev/P/ssfkit/bank:v1
+
+provider "google" {
+  project      = var.project
+  region       = var.region
+  access_token = var.access_token
+}
+
+locals {
+  ssfs = {
+    teller   = ["accounts", "audit"]
+    accounts = ["teller", "audit"]
+    audit    = ["teller", "accounts"]
+  }
+}
+
+module "environment" {
+  source         = "../../environment"
+  name           = var.name
+  project        = var.project
+  region         = var.region
+  ssfs           = keys(local.ssfs)
+  project_number = var.project_number
+}
+
+module "ssf" {
+  source   = "../../ssf"
+  for_each = local.ssfs
+
+  name                = each.key
+  environment         = module.environment.context
+  peers               = each.value
+  artifact            = var.image
+  deletion_protection = !var.throwaway
+}

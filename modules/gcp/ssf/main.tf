@@ -1,0 +1,318 @@
+# One stateful serverless function on Google Cloud: its Firestore database (single-table design:
+# the runtime keeps the linked DAALs, shadows, intents, read and invoke logs in one table keyed
+# by partition and sort key, see docs/protocol.md), its Pub/Sub topic with a dead-letter topic,
+# the Cloud Run service that serves the SSF and both collectors, the collectors' schedules, and
+# the bindings that let its identity (the environment's service account for it) reach these and
+# nothing of another SSF.
+
+locals {
+  env     = var.environment
+  project = local.env.project
+  region  = local.env.region
+
+  # Names and URLs come from the environment, which names every SSF's service the same way
+  # (so that peers know each other's URLs); the SSF's own resources are named after its service.
+  identity = local.env.identities[var.name]
+  prefix   = local.env.services[var.name].name
+  url      = local.env.services[var.name].url
+
+  encryption_key = var.encryption_key != null ? var.encryption_key : local.env.encryption_key
+  # A key of the SSF's own (not the environment's, which the environment grants) is granted here.
+  own_key = var.encryption_key != null && var.encryption_key != local.env.encryption_key
+
+  labels = merge(local.env.tags, var.tags, { "ssfkit-ssf" = lower(var.name) })
+
+  pubsub_agent    = "serviceAccount:service-${local.env.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  firestore_agent = "serviceAccount:service-${local.env.project_number}@gcp-sa-firestore.iam.gserviceaccount.com"
+
+  # The push subscription is made after the service it pushes to, so the service's settings name
+  # it rather than refer to it.
+  subscription          = local.prefix
+  store_url             = "firestore://${local.project}/state?database=${google_firestore_database.this.name}"
+  queue_url             = "pubsub://${local.project}/${google_pubsub_topic.this.name}?subscription=${local.subscription}"
+  dead_letter_queue_url = "pubsub://${local.project}/${google_pubsub_topic.dead_letter.name}?subscription=${google_pubsub_subscription.dead_letter.name}"
+
+  # The runtime's configuration, the same for the SSF and its collectors (one service). The
+  # lifetime leaves the function a second to report before Cloud Run ends the request.
+  runtime_environment = {
+    SSFKIT_SSF                    = var.name
+    SSFKIT_ENVIRONMENT            = local.env.name
+    SSFKIT_STORE                  = local.store_url
+    SSFKIT_QUEUE                  = local.queue_url
+    SSFKIT_LIFETIME_SECONDS       = tostring(var.function_timeout_seconds - 1)
+    SSFKIT_GC_BOUND_SECONDS       = tostring(var.gc_bound_seconds)
+    SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
+    SSFKIT_PEERS                  = jsonencode({ for p in var.peers : p => local.env.services[p].url })
+  }
+
+  # Cloud Run's CPU follows memory: 1 CPU allows up to 4 GiB, 2 up to 8, 4 up to 16, 8 up to 32.
+  cpu = var.memory_mb <= 4096 ? "1" : var.memory_mb <= 8192 ? "2" : var.memory_mb <= 16384 ? "4" : "8"
+
+  # Who may invoke the service: the SSF itself (Cloud Scheduler and the Pub/Sub push present its
+  # tokens) and its peers.
+  invokers = { for s in distinct(concat([var.name], var.peers)) : s => local.env.identities[s].member }
+
+  collectors = {
+    intent_collector  = { route = "/intent-collector", every = var.intent_collector_every_minutes }
+    garbage_collector = { route = "/garbage-collector", every = var.garbage_collector_every_minutes }
+  }
+}
+
+# --- State -------------------------------------------------------------------------------------
+
+resource "google_firestore_database" "this" {
+  project                           = local.project
+  name                              = local.prefix
+  location_id                       = local.region
+  type                              = "FIRESTORE_NATIVE"
+  point_in_time_recovery_enablement = var.point_in_time_recovery ? "POINT_IN_TIME_RECOVERY_ENABLED" : "POINT_IN_TIME_RECOVERY_DISABLED"
+
+  # Protected, the database refuses deletion (Firestore) and Terraform refuses to plan it
+  # (PREVENT): a destroy or a replacement fails, as DynamoDB's deletion protection does on AWS,
+  # rather than forgetting the database (ABANDON) and leaving it behind unmanaged.
+  delete_protection_state = var.deletion_protection ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
+  deletion_policy         = var.deletion_protection ? "PREVENT" : "DELETE"
+
+  dynamic "cmek_config" {
+    for_each = local.encryption_key == null ? [] : [local.encryption_key]
+    content {
+      kms_key_name = cmek_config.value
+    }
+  }
+
+  depends_on = [google_kms_crypto_key_iam_member.own_key]
+}
+
+# --- Queue -------------------------------------------------------------------------------------
+
+resource "google_pubsub_topic" "dead_letter" {
+  project      = local.project
+  name         = "${local.prefix}-dead-letter"
+  kms_key_name = local.encryption_key
+  labels       = local.labels
+  depends_on   = [google_kms_crypto_key_iam_member.own_key]
+}
+
+# Dead letters are kept (a topic without a subscription drops them) for 7 days, to inspect and
+# republish; the subscription never expires for inactivity.
+resource "google_pubsub_subscription" "dead_letter" {
+  project                    = local.project
+  name                       = google_pubsub_topic.dead_letter.name
+  topic                      = google_pubsub_topic.dead_letter.id
+  message_retention_duration = "604800s"
+  ack_deadline_seconds       = 60
+  labels                     = local.labels
+
+  expiration_policy {
+    ttl = ""
+  }
+}
+
+resource "google_pubsub_topic" "this" {
+  project      = local.project
+  name         = local.prefix
+  kms_key_name = local.encryption_key
+  labels       = local.labels
+  depends_on   = [google_kms_crypto_key_iam_member.own_key]
+}
+
+# Asynchronous starts (spawns, AsyncInvoke, the intent collector's relaunches) are pushed to the
+# service's /queue route with an ID token of the SSF's service account. A failed start answers
+# 500 and is delivered again after a backoff; after max_receive_count deliveries it goes to the
+# dead-letter topic. The ack deadline is the push request's timeout: the function's, up to
+# Pub/Sub's 600 s (a longer execution may be delivered again while it runs, which the runtime
+# makes harmless, but which duplicates work).
+resource "google_pubsub_subscription" "this" {
+  project              = local.project
+  name                 = local.subscription
+  topic                = google_pubsub_topic.this.id
+  ack_deadline_seconds = max(10, min(600, var.function_timeout_seconds))
+  labels               = local.labels
+
+  push_config {
+    push_endpoint = "${local.url}/queue"
+
+    oidc_token {
+      service_account_email = local.identity.email
+      audience              = local.url
+    }
+  }
+
+  dead_letter_policy {
+    dead_letter_topic     = google_pubsub_topic.dead_letter.id
+    max_delivery_attempts = var.max_receive_count
+  }
+
+  retry_policy {
+    minimum_backoff = "10s"
+    maximum_backoff = "600s"
+  }
+
+  expiration_policy {
+    ttl = ""
+  }
+
+  depends_on = [
+    google_cloud_run_v2_service_iam_member.invoker,
+    google_service_account_iam_member.push_token,
+    google_pubsub_topic_iam_member.dead_letter_agent,
+  ]
+}
+
+# --- Function ----------------------------------------------------------------------------------
+
+# One service serves the SSF (/ssf, /spawn), its queue (/queue) and both collectors. Ingress is
+# open because Pub/Sub and Cloud Scheduler call from outside any VPC, but every request must
+# carry an ID token of an identity with roles/run.invoker on this service, which only the SSF
+# and its peers have.
+resource "google_cloud_run_v2_service" "this" {
+  project              = local.project
+  name                 = local.prefix
+  location             = local.region
+  ingress              = "INGRESS_TRAFFIC_ALL"
+  invoker_iam_disabled = false
+  deletion_protection  = var.deletion_protection
+  labels               = local.labels
+
+  template {
+    service_account = local.identity.email
+    timeout         = "${var.function_timeout_seconds}s"
+
+    containers {
+      image = var.artifact
+
+      resources {
+        limits = {
+          cpu    = local.cpu
+          memory = "${var.memory_mb}Mi"
+        }
+        cpu_idle = true # CPU only while serving a request, as a function
+      }
+
+      # URLs and settings, no secrets.
+      dynamic "env" {
+        for_each = merge(var.environment_variables, local.runtime_environment)
+        content {
+          name  = env.key
+          value = env.value
+        }
+      }
+    }
+  }
+
+  lifecycle {
+    # Peers, Pub/Sub and Cloud Scheduler call the service at its deterministic URL.
+    postcondition {
+      condition     = contains(coalesce(self.urls, []), local.url)
+      error_message = "Cloud Run does not serve ${self.name} at ${local.url}, the URL its peers, queue and schedules use: is the environment's project_number right, and the default URL enabled?"
+    }
+  }
+
+  # Its first requests find their grants.
+  depends_on = [google_project_iam_member.state, google_pubsub_topic_iam_member.publisher]
+}
+
+# --- Collectors --------------------------------------------------------------------------------
+
+# Cloud Scheduler posts to the collector routes with an ID token of the SSF's service account.
+# No retries: the next run is the retry. Cloud Scheduler bounds an HTTP attempt to 15 s..30 min.
+resource "google_cloud_scheduler_job" "collector" {
+  for_each         = local.collectors
+  project          = local.project
+  region           = local.region
+  name             = "${local.prefix}-${replace(each.key, "_", "-")}"
+  description      = "ssfkit ${local.env.name}/${var.name}: ${replace(each.key, "_", " ")}, every ${each.value.every} min"
+  schedule         = each.value.every == 60 ? "0 * * * *" : "*/${each.value.every} * * * *"
+  time_zone        = "Etc/UTC"
+  attempt_deadline = "${min(1800, max(15, var.function_timeout_seconds))}s"
+
+  retry_config {
+    retry_count = 0
+  }
+
+  http_target {
+    uri         = "${local.url}${each.value.route}"
+    http_method = "POST"
+
+    oidc_token {
+      service_account_email = local.identity.email
+      audience              = local.url
+    }
+  }
+
+  depends_on = [google_cloud_run_v2_service_iam_member.invoker]
+}
+
+# --- Identity ----------------------------------------------------------------------------------
+
+# The SSF's own database, and no other: roles/datastore.user is granted on the project (Firestore
+# has no database-level policies) with a condition naming this database. The database name or
+# a path under it, not a prefix: bank-teller must not reach bank-teller2.
+resource "google_project_iam_member" "state" {
+  project = local.project
+  role    = "roles/datastore.user"
+  member  = local.identity.member
+
+  condition {
+    title       = "ssfkit ${local.prefix}: own database"
+    description = "SSF ${var.name} of ssfkit environment ${local.env.name} reaches its own Firestore database only."
+    expression  = "resource.name == \"projects/${local.project}/databases/${google_firestore_database.this.name}\" || resource.name.startsWith(\"projects/${local.project}/databases/${google_firestore_database.this.name}/\")"
+  }
+}
+
+# Its own queue: publish (spawns, relaunches) and consume.
+resource "google_pubsub_topic_iam_member" "publisher" {
+  project = local.project
+  topic   = google_pubsub_topic.this.name
+  role    = "roles/pubsub.publisher"
+  member  = local.identity.member
+}
+
+resource "google_pubsub_subscription_iam_member" "subscriber" {
+  project      = local.project
+  subscription = google_pubsub_subscription.this.name
+  role         = "roles/pubsub.subscriber"
+  member       = local.identity.member
+}
+
+# Its own service, for itself and its peers.
+resource "google_cloud_run_v2_service_iam_member" "invoker" {
+  for_each = local.invokers
+  project  = local.project
+  location = local.region
+  name     = google_cloud_run_v2_service.this.name
+  role     = "roles/run.invoker"
+  member   = each.value
+}
+
+# Pub/Sub's service agent dead-letters: it acknowledges on the subscription and publishes to the
+# dead-letter topic. It also signs the push requests' ID tokens as the SSF's service account
+# (projects created before April 2021 do not grant it that on their own).
+resource "google_pubsub_topic_iam_member" "dead_letter_agent" {
+  project = local.project
+  topic   = google_pubsub_topic.dead_letter.name
+  role    = "roles/pubsub.publisher"
+  member  = local.pubsub_agent
+}
+
+resource "google_pubsub_subscription_iam_member" "dead_letter_agent" {
+  project      = local.project
+  subscription = google_pubsub_subscription.this.name
+  role         = "roles/pubsub.subscriber"
+  member       = local.pubsub_agent
+}
+
+resource "google_service_account_iam_member" "push_token" {
+  service_account_id = local.identity.id
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = local.pubsub_agent
+}
+
+# A key of the SSF's own: the Firestore and Pub/Sub service agents encrypt with it. (The
+# environment's key is granted by the environment.)
+resource "google_kms_crypto_key_iam_member" "own_key" {
+  for_each      = local.own_key ? { firestore = local.firestore_agent, pubsub = local.pubsub_agent } : {}
+  crypto_key_id = var.encryption_key
+  role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+  member        = each.value
+}
