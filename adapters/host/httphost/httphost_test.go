@@ -138,7 +138,9 @@ func cloudRunFixture(*testing.T) platformFixture {
 				return oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "id-token-for-" + audience, Expiry: time.Now().Add(time.Hour)}), nil
 			}}, Client: redirectingClient(dial)}
 		},
-		admit: func(r *http.Request, base string) bool { return r.Header.Get("Authorization") == "Bearer id-token-for-"+base },
+		admit: func(r *http.Request, base string) bool {
+			return r.Header.Get("Authorization") == "Bearer id-token-for-"+base
+		},
 		queued: func(m *queue.Message) []byte {
 			b, _ := json.Marshal(map[string]any{"message": map[string]any{"data": m.Body, "messageId": m.ID}, "subscription": "projects/p/subscriptions/s", "deliveryAttempt": m.Attempts})
 			return b

@@ -203,7 +203,7 @@ resource "google_cloud_run_v2_service" "this" {
   lifecycle {
     # Peers, Pub/Sub and Cloud Scheduler call the service at its deterministic URL.
     postcondition {
-      condition     = contains(coalesce(self.urls, []), local.url)
+      condition     = try(contains(self.urls, local.url), false)
       error_message = "Cloud Run does not serve ${self.name} at ${local.url}, the URL its peers, queue and schedules use: is the environment's project_number right, and the default URL enabled?"
     }
   }
