@@ -15,7 +15,7 @@ func TestRegoTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) < 20 {
+	if len(results) < 45 {
 		t.Fatalf("only %d Rego tests ran", len(results))
 	}
 	for _, r := range results {

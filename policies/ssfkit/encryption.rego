@@ -29,6 +29,19 @@ deny contains msg if {
 	msg := sprintf("%s: point-in-time recovery must be on", [r.address])
 }
 
+# Azure storage: encrypted at rest always; the rules keep data in transit encrypted too.
+deny contains msg if {
+	some r in lib.resources_of("azurerm_storage_account")
+	r.values.https_traffic_only_enabled == false
+	msg := sprintf("%s: https_traffic_only_enabled must be true", [r.address])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("azurerm_storage_account")
+	not r.values.min_tls_version in {"TLS1_2", "TLS1_3"}
+	msg := sprintf("%s: min_tls_version is %v; TLS 1.2 or later is required", [r.address, r.values.min_tls_version])
+}
+
 pitr_on(v) if {
 	some p in v.point_in_time_recovery
 	p.enabled == true

@@ -22,3 +22,11 @@ firestore(pitr) := plans.plan([plans.create("google_firestore_database.ssf", "go
 test_firestore_pitr_passes if count(encryption.deny) == 0 with input as firestore("POINT_IN_TIME_RECOVERY_ENABLED")
 
 test_firestore_without_pitr_denied if count(encryption.deny) == 1 with input as firestore("POINT_IN_TIME_RECOVERY_DISABLED")
+
+storage_account(https, tls) := plans.plan([plans.create("azurerm_storage_account.this", "azurerm_storage_account", {"https_traffic_only_enabled": https, "min_tls_version": tls})])
+
+test_storage_account_https_tls12_passes if count(encryption.deny) == 0 with input as storage_account(true, "TLS1_2")
+
+test_storage_account_plain_http_denied if count(encryption.deny) == 1 with input as storage_account(false, "TLS1_2")
+
+test_storage_account_old_tls_denied if count(encryption.deny) == 1 with input as storage_account(true, "TLS1_0")

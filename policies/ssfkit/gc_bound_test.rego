@@ -11,3 +11,21 @@ function(timeout, gc) := plans.plan([plans.create("aws_lambda_function.ssf", "aw
 test_bound_above_timeout_passes if count(gc_bound.deny) == 0 with input as function(60, "300")
 
 test_bound_at_timeout_denied if count(gc_bound.deny) == 1 with input as function(300, "300")
+
+cloud_run(timeout, gc) := plans.plan([plans.create("google_cloud_run_v2_service.this", "google_cloud_run_v2_service", {"template": [{
+	"timeout": timeout,
+	"containers": [{"env": [{"name": "SSFKIT_SSF", "value": "teller"}, {"name": "SSFKIT_GC_BOUND_SECONDS", "value": gc}]}],
+}]})])
+
+test_cloud_run_bound_above_timeout_passes if count(gc_bound.deny) == 0 with input as cloud_run("60s", "300")
+
+test_cloud_run_bound_at_timeout_denied if count(gc_bound.deny) == 1 with input as cloud_run("300s", "300")
+
+function_app(timeout, gc) := plans.plan([plans.create("azurerm_function_app_flex_consumption.this", "azurerm_function_app_flex_consumption", {"app_settings": {
+	"AzureFunctionsJobHost__functionTimeout": timeout,
+	"SSFKIT_GC_BOUND_SECONDS": gc,
+}})])
+
+test_function_app_bound_above_timeout_passes if count(gc_bound.deny) == 0 with input as function_app("00:01:00", "300")
+
+test_function_app_bound_below_timeout_denied if count(gc_bound.deny) == 1 with input as function_app("00:10:00", "300")

@@ -16,3 +16,9 @@ table(address, pitr, sse) := create(address, "aws_dynamodb_table", {
 	"point_in_time_recovery": [{"enabled": pitr}],
 	"server_side_encryption": [{"enabled": sse}],
 })
+
+# in_module is a change declared by the module instance module (one SSF's ssf module).
+in_module(module, change) := object.union(change, {"module_address": module, "address": sprintf("%s.%s", [module, change.address])})
+
+# unknown_after_apply marks attributes of a change as known only after apply.
+unknown_after_apply(change, attrs) := object.union(change, {"change": object.union(change.change, {"after_unknown": {a: true | some a in attrs}})})

@@ -32,6 +32,20 @@ deny contains msg if {
 }
 
 deny contains msg if {
+	some t in {"google_cloud_run_v2_service_iam_binding", "google_pubsub_topic_iam_binding", "google_pubsub_topic_iam_member", "google_pubsub_subscription_iam_member"}
+	some r in lib.resources_of(t)
+	some m in members(r.values)
+	m in {"allUsers", "allAuthenticatedUsers"}
+	msg := sprintf("%s: %s is granted %s", [r.address, m, r.values.role])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("azurerm_storage_container")
+	object.get(r.values, "container_access_type", "private") != "private"
+	msg := sprintf("%s: container_access_type must be private", [r.address])
+}
+
+deny contains msg if {
 	some r in lib.resources_of("azurerm_storage_account")
 	r.values.allow_nested_items_to_be_public == true
 	msg := sprintf("%s: allow_nested_items_to_be_public must be false", [r.address])
@@ -40,3 +54,7 @@ deny contains msg if {
 anyone("*")
 
 anyone(p) if p.AWS == "*"
+
+members(v) := v.members if is_array(v.members)
+
+members(v) := [v.member] if is_string(v.member)

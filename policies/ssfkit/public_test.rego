@@ -24,3 +24,19 @@ test_queue_policy_for_anyone_denied if count(public.deny) == 1 with input as que
 test_cloud_run_all_users_denied if {
 	count(public.deny) == 1 with input as plans.plan([plans.create("google_cloud_run_v2_service_iam_member.invoker", "google_cloud_run_v2_service_iam_member", {"member": "allUsers"})])
 }
+
+test_cloud_run_binding_for_peers_passes if {
+	count(public.deny) == 0 with input as plans.plan([plans.create("google_cloud_run_v2_service_iam_binding.invokers", "google_cloud_run_v2_service_iam_binding", {"role": "roles/run.invoker", "members": ["serviceAccount:teller@p.iam.gserviceaccount.com"]})])
+}
+
+test_pubsub_topic_for_all_users_denied if {
+	count(public.deny) == 1 with input as plans.plan([plans.create("google_pubsub_topic_iam_member.open", "google_pubsub_topic_iam_member", {"role": "roles/pubsub.publisher", "member": "allUsers"})])
+}
+
+test_private_container_passes if {
+	count(public.deny) == 0 with input as plans.plan([plans.create("azurerm_storage_container.deployments", "azurerm_storage_container", {"container_access_type": "private"})])
+}
+
+test_blob_container_denied if {
+	count(public.deny) == 1 with input as plans.plan([plans.create("azurerm_storage_container.open", "azurerm_storage_container", {"container_access_type": "blob"})])
+}

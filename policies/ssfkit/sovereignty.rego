@@ -1,6 +1,7 @@
 # Data sovereignty (Beldi §2): an SSF's identity reaches its own table and queue and no other
-# SSF's. The ssf module names an SSF's role <environment>-<ssf>-ssf and its table and queue
-# <environment>-<ssf>.
+# SSF's. AWS: the ssf module names an SSF's role <environment>-<ssf>-ssf and its table and queue
+# <environment>-<ssf>. Azure and GCP: an SSF's grants are made by its own ssf module instance,
+# on storage that instance creates; grants broader than one SSF's storage are denied.
 package ssfkit.sovereignty
 
 import data.ssfkit.lib
@@ -46,4 +47,83 @@ owned("dynamodb", resource, owner) if {
 owned("sqs", resource, owner) if {
 	parts := split(resource, ":")
 	parts[count(parts) - 1] == owner
+}
+
+# Azure: data roles on storage (Storage Table/Queue/Blob Data ...) scoped to one storage account
+# or below it, and that account created by the same SSF's module.
+azure_data_role(r) if regex.match(`^Storage .*Data `, object.get(r.values, "role_definition_name", ""))
+
+storage_account_of(scope) := lower(m[0][1]) if {
+	m := regex.find_all_string_submatch_n(`(?i)/providers/Microsoft\.Storage/storageAccounts/([^/]+)`, scope, 1)
+	count(m) == 1
+}
+
+deny contains msg if {
+	some r in lib.resources_of("azurerm_role_assignment")
+	azure_data_role(r)
+	is_string(r.values.scope)
+	not storage_account_of(r.values.scope)
+	msg := sprintf("%s: %s at %s reaches every SSF's storage there; scope it to the SSF's own account, table or queue", [r.address, r.values.role_definition_name, r.values.scope])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("azurerm_role_assignment")
+	azure_data_role(r)
+	account := storage_account_of(r.values.scope)
+	some a in lib.resources_of("azurerm_storage_account")
+	lower(a.values.name) == account
+	a.module != r.module
+	msg := sprintf("%s: %s on storage account %s, which belongs to %s, not to this SSF (%s)", [r.address, r.values.role_definition_name, account, a.module, r.module])
+}
+
+warn contains msg if {
+	some r in lib.resources_of("azurerm_role_assignment")
+	azure_data_role(r)
+	r.unknown.scope == true
+	msg := sprintf("%s: the scope is known only after apply; check a plan made after it", [r.address])
+}
+
+# GCP: Firestore has no database-level IAM, so an SSF's access is a project-level grant with a
+# condition naming its database; project-level Pub/Sub and Bigtable data roles reach every SSF.
+gcp_project_grants contains r if {
+	some t in {"google_project_iam_member", "google_project_iam_binding"}
+	some r in lib.resources_of(t)
+}
+
+condition_database(r) := m[0][1] if {
+	some c in r.values.condition
+	m := regex.find_all_string_submatch_n(`databases/([a-z0-9-]+)`, c.expression, 1)
+	count(m) == 1
+}
+
+deny contains msg if {
+	some r in gcp_project_grants
+	startswith(r.values.role, "roles/datastore.")
+	not r.unknown.condition
+	not condition_database(r)
+	msg := sprintf("%s: %s at the project without a condition naming one database reaches every SSF's state", [r.address, r.values.role])
+}
+
+deny contains msg if {
+	some r in gcp_project_grants
+	db := condition_database(r)
+	some d in lib.resources_of("google_firestore_database")
+	d.values.name == db
+	d.module != r.module
+	msg := sprintf("%s: %s on database %s, which belongs to %s, not to this SSF (%s)", [r.address, r.values.role, db, d.module, r.module])
+}
+
+deny contains msg if {
+	some r in gcp_project_grants
+	some prefix in {"roles/pubsub.", "roles/bigtable."}
+	startswith(r.values.role, prefix)
+	not r.values.role in {"roles/pubsub.viewer", "roles/bigtable.viewer"}
+	msg := sprintf("%s: %s at the project reaches every SSF's queues or tables; grant it on the SSF's own topic, subscription or table", [r.address, r.values.role])
+}
+
+warn contains msg if {
+	some r in gcp_project_grants
+	startswith(r.values.role, "roles/datastore.")
+	r.unknown.condition
+	msg := sprintf("%s: the condition is known only after apply; check a plan made after it", [r.address])
 }

@@ -26,3 +26,57 @@ test_unknown_policy_warns if {
 	unknown := object.union(p, {"change": object.union(p.change, {"after_unknown": {"policy": true, "role": true}})})
 	count(sovereignty.warn) == 1 with input as plans.plan([unknown])
 }
+
+# Azure: each SSF's module grants its identity data roles on its own storage account.
+azure_account(ssf, name) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("azurerm_storage_account.this", "azurerm_storage_account", {"name": name}))
+
+azure_grant(ssf, role, scope) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("azurerm_role_assignment.state", "azurerm_role_assignment", {"role_definition_name": role, "scope": scope}))
+
+accounts_table := "/subscriptions/s/resourceGroups/bank/providers/Microsoft.Storage/storageAccounts/bankaccounts1a2b3c/tableServices/default/tables/state"
+
+test_azure_own_table_passes if {
+	count(sovereignty.deny) == 0 with input as plans.plan([
+		azure_account("accounts", "bankaccounts1a2b3c"),
+		azure_grant("accounts", "Storage Table Data Contributor", accounts_table),
+	])
+}
+
+test_azure_other_ssfs_account_denied if {
+	count(sovereignty.deny) == 1 with input as plans.plan([
+		azure_account("accounts", "bankaccounts1a2b3c"),
+		azure_grant("teller", "Storage Table Data Contributor", accounts_table),
+	])
+}
+
+test_azure_resource_group_scope_denied if {
+	count(sovereignty.deny) == 1 with input as plans.plan([azure_grant("teller", "Storage Queue Data Contributor", "/subscriptions/s/resourceGroups/bank")])
+}
+
+test_azure_unknown_scope_warns if {
+	g := plans.unknown_after_apply(azure_grant("teller", "Storage Blob Data Owner", null), ["scope"])
+	count(sovereignty.warn) == 1 with input as plans.plan([g])
+	count(sovereignty.deny) == 0 with input as plans.plan([g])
+}
+
+# GCP: Firestore access is a project grant with a condition naming the SSF's database.
+gcp_database(ssf, name) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("google_firestore_database.this", "google_firestore_database", {"name": name}))
+
+gcp_grant(ssf, role, conditions) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("google_project_iam_member.state", "google_project_iam_member", {"role": role, "member": "serviceAccount:x@p.iam.gserviceaccount.com", "condition": conditions}))
+
+own_database := [{"title": "own", "expression": "resource.name == \"projects/p/databases/bank-accounts\""}]
+
+test_gcp_own_database_passes if {
+	count(sovereignty.deny) == 0 with input as plans.plan([gcp_database("accounts", "bank-accounts"), gcp_grant("accounts", "roles/datastore.user", own_database)])
+}
+
+test_gcp_other_ssfs_database_denied if {
+	count(sovereignty.deny) == 1 with input as plans.plan([gcp_database("accounts", "bank-accounts"), gcp_grant("teller", "roles/datastore.user", own_database)])
+}
+
+test_gcp_unconditional_datastore_denied if {
+	count(sovereignty.deny) == 1 with input as plans.plan([gcp_grant("teller", "roles/datastore.user", [])])
+}
+
+test_gcp_project_pubsub_denied if {
+	count(sovereignty.deny) == 1 with input as plans.plan([gcp_grant("teller", "roles/pubsub.subscriber", [])])
+}
