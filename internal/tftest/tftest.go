@@ -50,36 +50,38 @@ func New(t testing.TB, env ...string) *Terraform {
 	return &Terraform{t: t, bin: bin, env: append(base, env...)}
 }
 
-// cliConfig installs providers from the mirror when it exists. Only what the mirror holds
-// comes from it; anything else still comes from the registry.
+// ProjectMirror is where `make tools` builds the providers no mirror here holds (Google,
+// AzureRM), relative to the repository root.
+const ProjectMirror = ".ssfkit/tf-mirror"
+
+// cliConfig installs providers from the mirrors that exist: the machine's (SSFKIT_TF_MIRROR,
+// default /opt/tf-plugins) and the project's. Only what a mirror holds comes from it; anything
+// else still comes from the registry, into a plugin cache kept under .ssfkit.
 func cliConfig(root string) string {
-	mirror := os.Getenv("SSFKIT_TF_MIRROR")
-	if mirror == "" {
-		mirror = DefaultMirror
+	machine := os.Getenv("SSFKIT_TF_MIRROR")
+	if machine == "" {
+		machine = DefaultMirror
 	}
-	var held []string
-	if hosts, err := filepath.Glob(filepath.Join(mirror, "registry.terraform.io", "*", "*")); err == nil {
-		for _, h := range hosts {
-			rel, _ := filepath.Rel(mirror, h)
-			held = append(held, fmt.Sprintf("%q", filepath.ToSlash(rel)))
+	var mirrors, all []string
+	for _, mirror := range []string{machine, filepath.Join(root, ProjectMirror)} {
+		var held []string
+		if providers, err := filepath.Glob(filepath.Join(mirror, "registry.terraform.io", "*", "*")); err == nil {
+			for _, p := range providers {
+				rel, _ := filepath.Rel(mirror, p)
+				held = append(held, fmt.Sprintf("%q", filepath.ToSlash(rel)))
+			}
+		}
+		if len(held) > 0 {
+			mirrors = append(mirrors, fmt.Sprintf("  filesystem_mirror {\n    path    = %q\n    include = [%s]\n  }\n", mirror, strings.Join(held, ", ")))
+			all = append(all, held...)
 		}
 	}
-	cache := filepath.Join(root, ".ssfkit", "tf-plugin-cache")
-	if len(held) == 0 {
+	if len(mirrors) == 0 {
+		cache := filepath.Join(root, ".ssfkit", "tf-plugin-cache")
 		_ = os.MkdirAll(cache, 0o755)
 		return fmt.Sprintf("plugin_cache_dir = %q\n", cache)
 	}
-	list := strings.Join(held, ", ")
-	return fmt.Sprintf(`provider_installation {
-  filesystem_mirror {
-    path    = %q
-    include = [%s]
-  }
-  direct {
-    exclude = [%s]
-  }
-}
-`, mirror, list, list)
+	return fmt.Sprintf("provider_installation {\n%s  direct {\n    exclude = [%s]\n  }\n}\n", strings.Join(mirrors, ""), strings.Join(all, ", "))
 }
 
 // CopyModules copies the repository's modules directory into a temporary directory and

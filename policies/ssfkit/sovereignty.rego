@@ -99,9 +99,18 @@ condition_database(r) := m[0][1] if {
 deny contains msg if {
 	some r in gcp_project_grants
 	startswith(r.values.role, "roles/datastore.")
-	not r.unknown.condition
+	not condition_unknown(r)
 	not condition_database(r)
 	msg := sprintf("%s: %s at the project without a condition naming one database reaches every SSF's state", [r.address, r.values.role])
+}
+
+# The plan marks a condition block [{}] when it is known, [{"expression": true}] when its
+# expression is not, true when the whole block is not.
+condition_unknown(r) if r.unknown.condition == true
+
+condition_unknown(r) if {
+	some c in r.unknown.condition
+	c.expression == true
 }
 
 deny contains msg if {
@@ -124,6 +133,6 @@ deny contains msg if {
 warn contains msg if {
 	some r in gcp_project_grants
 	startswith(r.values.role, "roles/datastore.")
-	r.unknown.condition
+	condition_unknown(r)
 	msg := sprintf("%s: the condition is known only after apply; check a plan made after it", [r.address])
 }

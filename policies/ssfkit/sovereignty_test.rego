@@ -80,3 +80,14 @@ test_gcp_unconditional_datastore_denied if {
 test_gcp_project_pubsub_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([gcp_grant("teller", "roles/pubsub.subscriber", [])])
 }
+
+test_gcp_known_condition_does_not_warn if {
+	g := object.union(gcp_grant("accounts", "roles/datastore.user", own_database), {"change": object.union(gcp_grant("accounts", "roles/datastore.user", own_database).change, {"after_unknown": {"condition": [{}]}})})
+	count(sovereignty.warn) == 0 with input as plans.plan([gcp_database("accounts", "bank-accounts"), g])
+}
+
+test_gcp_unknown_condition_warns if {
+	g := object.union(gcp_grant("accounts", "roles/datastore.user", [{"title": "own"}]), {"change": object.union(gcp_grant("accounts", "roles/datastore.user", []).change, {"after_unknown": {"condition": [{"expression": true}]}})})
+	count(sovereignty.warn) == 1 with input as plans.plan([g])
+	count(sovereignty.deny) == 0 with input as plans.plan([g])
+}

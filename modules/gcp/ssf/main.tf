@@ -67,7 +67,7 @@ resource "google_firestore_database" "this" {
   type                              = "FIRESTORE_NATIVE"
   point_in_time_recovery_enablement = var.point_in_time_recovery ? "POINT_IN_TIME_RECOVERY_ENABLED" : "POINT_IN_TIME_RECOVERY_DISABLED"
 
-  # Protected, the database refuses deletion (Firestore) and Terraform refuses to plan it
+  # Protected, the database refuses deletion (Firestore) and Terraform refuses to delete it
   # (PREVENT): a destroy or a replacement fails, as DynamoDB's deletion protection does on AWS,
   # rather than forgetting the database (ABANDON) and leaving it behind unmanaged.
   delete_protection_state = var.deletion_protection ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"

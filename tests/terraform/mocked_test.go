@@ -1,0 +1,56 @@
+package terraform
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/ssfkit/ssfkit/internal/tftest"
+)
+
+// testedModules are each cloud's modules with a tests directory: all of them, for Azure and GCP,
+// whose providers cannot apply anything here.
+var testedModules = []string{"environment", "ssf", filepath.Join("examples", "bank")}
+
+var passed = regexp.MustCompile(`Success! (\d+) passed, 0 failed`)
+
+// terraformTestMocked runs `terraform validate` and `terraform test` (mock providers) in each of
+// the cloud's modules, with the providers built by `make tools`.
+func terraformTestMocked(t *testing.T, tf *tftest.Terraform, modules, cloud string) {
+	ctx := context.Background()
+	for _, m := range testedModules {
+		t.Run(m, func(t *testing.T) {
+			dir := filepath.Join(modules, cloud, m)
+			tf.Must(ctx, dir, "init", "-backend=false", "-no-color")
+			tf.Must(ctx, dir, "validate", "-no-color")
+			out := tf.Must(ctx, dir, "test", "-no-color")
+			match := passed.FindStringSubmatch(out)
+			if match == nil {
+				t.Fatalf("terraform test did not succeed:\n%s", out)
+			}
+			if n, _ := strconv.Atoi(match[1]); n == 0 {
+				t.Fatalf("terraform test ran no test:\n%s", out)
+			}
+			t.Logf("%s/%s: %s", cloud, m, match[0])
+		})
+	}
+}
+
+// TestGCP: the modules' terraform tests with a mocked provider, then a plan of the bank example
+// by the real provider, offline (a fake token; the project number given so no API is read),
+// which the policies pass without a warning.
+func TestGCP(t *testing.T) {
+	tf, modules := tftest.New(t), tftest.CopyModules(t)
+	terraformTestMocked(t, tf, modules, "gcp")
+	ctx := context.Background()
+	dir := filepath.Join(modules, "gcp", "examples", "bank")
+	tf.Must(ctx, dir, "plan", "-no-color", "-out", "bank.plan", "-var", "project=ssfkit-bank", "-var", "project_number=123456789012",
+		"-var", "access_token=offline", "-var", "image=europe-west1-docker.pkg.dev/ssfkit-bank/ssfkit/bank@sha256:"+sha256Zero)
+	if v := evaluatePolicies(t, tf, dir, "bank.plan"); len(v.Deny) != 0 || len(v.Warn) != 0 {
+		t.Fatalf("policies on the bank's plan: %+v, want nothing", v)
+	}
+}
+
+const sha256Zero = "0000000000000000000000000000000000000000000000000000000000000000"
