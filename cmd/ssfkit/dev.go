@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
@@ -44,6 +45,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("dev", devSynopsis, stderr)
 	appName := fs.String("app", defaultExample, "the example to host: "+exampleNames())
 	storeFlag := fs.String("store", "", "store `URL`: sqlite:///abs/path.db, or mem:// for a throwaway run; each SSF gets its own table (default: sqlite database .ssfkit/dev.db in the current directory)")
+	configFile := fs.String("config", "", "an ssfkit config `file` ('ssfkit up' writes it): each SSF on the store it names, instead of --store")
 	addr := fs.String("addr", "127.0.0.1:8080", "HTTP listen `address`")
 	public := fs.Bool("public", false, "allow a non-loopback --addr; the API has no authentication")
 	icEvery := fs.Duration("ic-every", time.Second, "intent collector period (0 disables it)")
@@ -65,13 +67,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !ok {
 		return &cliUsageError{err: fmt.Errorf("dev: --app %q: want %s", *appName, exampleNames())}
 	}
-	base, err := devStoreURL(*storeFlag)
+	base, tableURL, err := devTables(*storeFlag, *configFile)
 	if err != nil {
 		return err
-	}
-	tableURL, err := tablePerSSF(base)
-	if err != nil {
-		return &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
 	}
 
 	cfg := devConfig()
@@ -157,6 +155,36 @@ func checkListenAddr(addr string, public bool) error {
 		what = "every interface"
 	}
 	return fmt.Errorf("dev: --addr %q listens on %s, not a loopback address; the API has no authentication, so pass --public to expose it", addr, what)
+}
+
+// devTables returns where each SSF's table is, and a description for the banner: the stores of
+// the config file when one is given, else a table per SSF in the store of --store.
+func devTables(storeFlag, configFile string) (string, func(string) (string, error), error) {
+	if configFile != "" {
+		if storeFlag != "" {
+			return "", nil, &cliUsageError{err: errors.New("dev: give --store or --config, not both")}
+		}
+		cfg, err := deploy.Load(configFile)
+		if err != nil {
+			return "", nil, fmt.Errorf("dev: --config: %w", err)
+		}
+		return fmt.Sprintf("config %s (%s, environment %s)", configFile, cfg.Cloud, cfg.Environment), func(name string) (string, error) {
+			s, ok := cfg.SSFs[name]
+			if !ok {
+				return "", fmt.Errorf("%s has no SSF %s", configFile, name)
+			}
+			return s.Store, nil
+		}, nil
+	}
+	base, err := devStoreURL(storeFlag)
+	if err != nil {
+		return "", nil, err
+	}
+	tableURL, err := tablePerSSF(base)
+	if err != nil {
+		return "", nil, &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
+	}
+	return base, tableURL, nil
 }
 
 // devStoreURL returns the store URL from --store, defaulting to .ssfkit/dev.db under the

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,13 @@ func CopyModules(t testing.TB) string {
 	}
 	return dst
 }
+
+// Bin is the terraform executable.
+func (tf *Terraform) Bin() string { return tf.bin }
+
+// Env is what the tests add to terraform's environment: the CLI configuration and the
+// variables given to New.
+func (tf *Terraform) Env() []string { return slices.Clone(tf.env) }
 
 // Run runs terraform in dir and returns its standard output (the JSON of `show -json`, say);
 // the test log gets a line per command with its duration, and an error carries both outputs.

@@ -35,3 +35,17 @@ deny contains msg if {
 	to_number(settings.SSFKIT_GC_BOUND_SECONDS) <= timeout
 	msg := sprintf("%s: SSFKIT_GC_BOUND_SECONDS (T = %v s) must exceed functionTimeout (%v s)", [r.address, settings.SSFKIT_GC_BOUND_SECONDS, timeout])
 }
+
+# Azure Functions deployed through a Resource Manager template (modules/azure/ssf does, see
+# there): the site's app settings in the template, when the plan knows it.
+deny contains msg if {
+	some r in lib.resources_of("azurerm_resource_group_template_deployment")
+	is_string(r.values.template_content)
+	some site in json.unmarshal(r.values.template_content).resources
+	site.type == "Microsoft.Web/sites"
+	settings := {s.name: s.value | some s in site.properties.siteConfig.appSettings}
+	parts := split(settings.AzureFunctionsJobHost__functionTimeout, ":")
+	timeout := ((to_number(parts[0]) * 60) + to_number(parts[1])) * 60 + to_number(parts[2])
+	to_number(settings.SSFKIT_GC_BOUND_SECONDS) <= timeout
+	msg := sprintf("%s: SSFKIT_GC_BOUND_SECONDS (T = %v s) must exceed functionTimeout (%v s)", [r.address, settings.SSFKIT_GC_BOUND_SECONDS, timeout])
+}

@@ -29,3 +29,15 @@ function_app(timeout, gc) := plans.plan([plans.create("azurerm_function_app_flex
 test_function_app_bound_above_timeout_passes if count(gc_bound.deny) == 0 with input as function_app("00:01:00", "300")
 
 test_function_app_bound_below_timeout_denied if count(gc_bound.deny) == 1 with input as function_app("00:10:00", "300")
+
+site_template(timeout, gc) := plans.plan([plans.create("azurerm_resource_group_template_deployment.app", "azurerm_resource_group_template_deployment", {"template_content": json.marshal({"resources": [
+	{"type": "Microsoft.Web/sites", "properties": {"siteConfig": {"appSettings": [
+		{"name": "AzureFunctionsJobHost__functionTimeout", "value": timeout},
+		{"name": "SSFKIT_GC_BOUND_SECONDS", "value": gc},
+	]}}},
+	{"type": "Microsoft.Web/sites/basicPublishingCredentialsPolicies", "properties": {"allow": false}},
+]})})])
+
+test_site_template_bound_above_timeout_passes if count(gc_bound.deny) == 0 with input as site_template("00:01:00", "300")
+
+test_site_template_bound_below_timeout_denied if count(gc_bound.deny) == 1 with input as site_template("00:05:00", "300")

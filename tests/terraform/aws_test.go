@@ -20,6 +20,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store/dynamostore"
 	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/internal/build"
+	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/internal/testservers"
 	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/internal/tftest"
@@ -64,7 +65,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func TestAWS(t *testing.T) {
-	tf, modules, moto, _ := awsSetup(t)
+	tf, modules, moto, artifact := awsSetup(t)
 	ctx := context.Background()
 
 	t.Run("ssf module: terraform test", func(t *testing.T) {
@@ -77,41 +78,34 @@ func TestAWS(t *testing.T) {
 		}
 	})
 
-	t.Run("bank example: apply, clean plan, the runtime on its tables, destroy", func(t *testing.T) {
+	t.Run("bank example: ssfkit up, clean plan, the runtime on its tables, ssfkit down", func(t *testing.T) {
+		// deploy.Up is `ssfkit up --cloud aws --endpoint MOTO`: init, plan, the policies on the
+		// plan of a fresh environment (no violation; the identities' policies are known only
+		// after apply, so they are checked on the plan after it), apply, the config.
 		dir := filepath.Join(modules, "aws", "examples", "bank")
-		tf.Must(ctx, dir, "init", "-no-color")
-		// The policies over the plan of a fresh environment: no violation; the identities'
-		// policies are known only after apply, so they are checked on the plan after it.
-		tf.Must(ctx, dir, "plan", "-no-color", "-var", "throwaway=true", "-out", "fresh.plan")
-		if v := evaluatePolicies(t, tf, dir, "fresh.plan"); len(v.Deny) != 0 || len(v.Warn) != 6 {
-			t.Fatalf("policies on the fresh plan: %+v, want no violation and a warning per role policy (2 per SSF)", v)
-		}
-		destroy := func() { tf.Must(ctx, dir, "destroy", "-auto-approve", "-no-color", "-var", "throwaway=true") }
-		if _, err := tf.Run(ctx, dir, "apply", "-auto-approve", "-no-color", "-var", "throwaway=true"); err != nil {
-			destroy()
+		o := deploy.Options{Cloud: "aws", Dir: dir, Vars: []string{"throwaway=true", "artifact=" + artifact}, Endpoint: moto,
+			Terraform: tf.Bin(), Env: tf.Env(), Progress: testWriter{t}}
+		res, err := deploy.Up(ctx, o)
+		defer func() {
+			if err := deploy.Down(ctx, o); err != nil {
+				t.Error(err)
+			}
+		}()
+		if err != nil {
 			t.Fatal(err)
 		}
-		defer destroy()
+		if v := res.Verdict; len(v.Deny) != 0 || len(v.Warn) != 6 {
+			t.Fatalf("policies on the fresh plan: %+v, want no violation and a warning per role policy (2 per SSF)", v)
+		}
 		if out, err := tf.Run(ctx, dir, "plan", "-detailed-exitcode", "-no-color", "-var", "throwaway=true", "-out", "applied.plan"); err != nil {
 			t.Fatalf("the plan after apply is not clean (exit 2 means changes):\n%s", out)
 		}
 		if v := evaluatePolicies(t, tf, dir, "applied.plan"); len(v.Deny) != 0 || len(v.Warn) != 0 {
 			t.Fatalf("policies on the plan after apply: %+v, want nothing", v)
 		}
-		var outputs struct {
-			Config struct {
-				Value struct {
-					Environment string               `json:"environment"`
-					SSFs        map[string]ssfConfig `json:"ssfs"`
-				} `json:"value"`
-			} `json:"ssfkit_config"`
-		}
-		if err := json.Unmarshal([]byte(tf.Must(ctx, dir, "output", "-json")), &outputs); err != nil {
-			t.Fatal(err)
-		}
-		cfg := outputs.Config.Value
-		if cfg.Environment != "bank" || len(cfg.SSFs) != 3 {
-			t.Fatalf("ssfkit_config output: %+v", cfg)
+		cfg := res.Config
+		if cfg.Cloud != "aws" || cfg.Environment != "bank" || len(cfg.SSFs) != 3 {
+			t.Fatalf("the config from ssfkit_config: %+v", cfg)
 		}
 		runBankOn(t, moto, cfg.SSFs)
 	})
@@ -154,17 +148,10 @@ func evaluatePolicies(t *testing.T, tf *tftest.Terraform, dir, plan string) poli
 	return v
 }
 
-// ssfConfig is an SSF's entry in the ssf module's ssfkit_config output.
-type ssfConfig struct {
-	Store      string `json:"store"`
-	Queue      string `json:"queue"`
-	DeadLetter string `json:"dead_letter_queue"`
-}
-
 // runBankOn runs the bank example with the ssfkit runtime on the tables and queues Terraform
 // created: transfers, asynchronous audits through audit's SQS queue, the collectors; then the
 // bank's invariants.
-func runBankOn(t *testing.T, moto string, ssfs map[string]ssfConfig) {
+func runBankOn(t *testing.T, moto string, ssfs map[string]deploy.SSF) {
 	ctx := context.Background()
 	client := testtables.DynamoClient(t) // one request at a time: moto's tables are not atomic
 	h := local.NewHost()
@@ -195,12 +182,12 @@ func runBankOn(t *testing.T, moto string, ssfs map[string]ssfConfig) {
 	// Docker): the audit queue's event source mapping would hand its messages to the stored
 	// function, so it is turned off and the runtime consumes the queue itself.
 	disableEventSources(t, moto, "bank-"+bank.Audit)
-	q, err := queue.Open(ctx, ssfs[bank.Audit].Queue+"&endpoint="+moto)
+	q, err := queue.Open(ctx, ssfs[bank.Audit].Queue)
 	if err != nil {
 		t.Fatalf("audit's queue: %v", err)
 	}
 	defer q.Close()
-	dlq, err := queue.Open(ctx, ssfs[bank.Audit].DeadLetter+"&endpoint="+moto)
+	dlq, err := queue.Open(ctx, ssfs[bank.Audit].DeadLetterQueue)
 	if err != nil {
 		t.Fatalf("audit's dead-letter queue: %v", err)
 	}

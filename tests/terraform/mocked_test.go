@@ -54,3 +54,9 @@ func TestGCP(t *testing.T) {
 }
 
 const sha256Zero = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// TestAzure: the modules' terraform tests with a mocked provider. (A plan by the real AzureRM
+// provider needs Entra ID tokens even to plan, so unlike Google's it cannot run offline.)
+func TestAzure(t *testing.T) {
+	terraformTestMocked(t, tftest.New(t), tftest.CopyModules(t), "azure")
+}

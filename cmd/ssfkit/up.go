@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/deploy"
+)
+
+const upSynopsis = `Stands an environment up and writes its ssfkit config (--config), from which
+'ssfkit dev --config' and the functions take their stores and queues.
+  --cloud local  the embedded default: each SSF of --app on a table of the SQLite database
+                 .ssfkit/dev.db (no Terraform)
+  --cloud aws|azure|gcp
+                 terraform init, plan, the policies (policies/) on the plan, apply, in --dir
+                 (default modules/CLOUD/examples/bank), then the root module's ssfkit_config
+                 output. A plan the policies deny is not applied. --endpoint points the AWS
+                 provider at an emulator such as moto.`
+
+const downSynopsis = `Destroys what 'ssfkit up' stood up: terraform destroy in --dir for a cloud, the SQLite
+database for local; then removes the config file.`
+
+// deployFlags are the flags up and down share.
+type deployFlags struct {
+	cloud, dir, endpoint, config, app *string
+	varFiles, vars                    stringList
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func registerDeployFlags(fs *flag.FlagSet) *deployFlags {
+	f := &deployFlags{
+		cloud:    fs.String("cloud", "", "where: local, aws, azure or gcp (required)"),
+		dir:      fs.String("dir", "", "the Terraform root module (default modules/CLOUD/examples/bank)"),
+		endpoint: fs.String("endpoint", "", "aws: an emulator's `URL` (moto), for the provider and in the written config"),
+		config:   fs.String("config", "ssfkit.json", "the ssfkit config `file` to write (down: to remove)"),
+		app:      fs.String("app", defaultExample, "local: the example whose SSFs get tables: "+exampleNames()),
+	}
+	fs.Var(&f.varFiles, "var-file", "a Terraform variables `file` (repeatable)")
+	fs.Var(&f.vars, "var", "a Terraform variable, `NAME=VALUE` (repeatable)")
+	return f
+}
+
+func (f *deployFlags) options(stderr io.Writer) (deploy.Options, error) {
+	if !slices.Contains(deploy.Clouds, *f.cloud) {
+		return deploy.Options{}, &cliUsageError{err: fmt.Errorf("--cloud must be local, %s, not %q", strings.Join(deploy.Clouds, ", "), *f.cloud)}
+	}
+	dir := *f.dir
+	if dir == "" {
+		dir = filepath.Join("modules", *f.cloud, "examples", "bank")
+	}
+	o := deploy.Options{Cloud: *f.cloud, Dir: dir, VarFiles: f.varFiles, Vars: f.vars, Endpoint: *f.endpoint, Progress: stderr}
+	if tf := filepath.Join(".ssfkit", "tools", "bin", "terraform"); fileExists(tf) {
+		o.Terraform, _ = filepath.Abs(tf) // `make tools` built it in this checkout
+	}
+	return o, nil
+}
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("up", upSynopsis, stderr)
+	f := registerDeployFlags(fs)
+	ignore := fs.Bool("ignore-policies", false, "apply a plan the policies deny (they are still reported)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *f.cloud == "local" {
+		return upLocal(*f.app, *f.config, stdout)
+	}
+	o, err := f.options(stderr)
+	if err != nil {
+		return err
+	}
+	o.IgnorePolicies = *ignore
+	res, err := deploy.Up(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := res.Config.Write(*f.config); err != nil {
+		return fmt.Errorf("up: writing the config: %w", err)
+	}
+	fmt.Fprintf(stdout, "up: environment %s on %s: %d SSFs (%s); config written to %s\n", res.Config.Environment, o.Cloud,
+		len(res.Config.SSFs), strings.Join(slices.Sorted(maps.Keys(res.Config.SSFs)), ", "), *f.config)
+	return nil
+}
+
+// upLocal writes the config of the embedded default: the example's SSFs, each on its table of
+// the SQLite database `ssfkit dev` uses, with dev's runtime settings.
+func upLocal(appName, path string, stdout io.Writer) error {
+	ex, ok := examples[appName]
+	if !ok {
+		return &cliUsageError{err: fmt.Errorf("up: --app %q: want %s", appName, exampleNames())}
+	}
+	base, err := devStoreURL("")
+	if err != nil {
+		return err
+	}
+	tableURL, err := tablePerSSF(base)
+	if err != nil {
+		return err
+	}
+	rt := devConfig()
+	cfg := &deploy.Config{Cloud: "local", Environment: appName, SSFs: map[string]deploy.SSF{}}
+	for name := range ex.handlers() {
+		u, err := tableURL(name)
+		if err != nil {
+			return err
+		}
+		cfg.SSFs[name] = deploy.SSF{Name: name, Store: u, Queue: "mem://" + name, LifetimeSeconds: int(rt.Lifetime.Seconds()),
+			GCBoundSeconds: int(rt.GCBound.Seconds()), RelaunchDelaySeconds: int(rt.RelaunchDelay.Seconds())}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.Write(path); err != nil {
+		return fmt.Errorf("up: writing the config: %w", err)
+	}
+	fmt.Fprintf(stdout, "up: the %s example on the embedded store (%s): config written to %s; run it with: ssfkit dev --config %s\n", appName, base, path, path)
+	return nil
+}
+
+func runDown(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("down", downSynopsis, stderr)
+	f := registerDeployFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *f.cloud == "local" {
+		return downLocal(*f.config, stdout)
+	}
+	o, err := f.options(stderr)
+	if err != nil {
+		return err
+	}
+	if err := deploy.Down(ctx, o); err != nil {
+		return err
+	}
+	if err := os.Remove(*f.config); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	fmt.Fprintf(stdout, "down: destroyed the environment of %s; removed %s\n", o.Dir, *f.config)
+	return nil
+}
+
+// downLocal removes the SQLite database the local config names, then the config.
+func downLocal(path string, stdout io.Writer) error {
+	cfg, err := deploy.Load(path)
+	if err != nil {
+		return fmt.Errorf("down: %w", err)
+	}
+	if cfg.Cloud != "local" {
+		return fmt.Errorf("down: %s describes an environment on %s; run ssfkit down --cloud %s", path, cfg.Cloud, cfg.Cloud)
+	}
+	removed := map[string]bool{}
+	for _, s := range cfg.SSFs {
+		u, err := store.ParseURL(s.Store)
+		if err != nil || u.Scheme != "sqlite" || removed[u.Path] {
+			continue
+		}
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(u.Path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("down: %w", err)
+			}
+		}
+		removed[u.Path] = true
+		fmt.Fprintf(stdout, "down: removed %s\n", u.Path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("down: %w", err)
+	}
+	fmt.Fprintf(stdout, "down: removed %s\n", path)
+	return nil
+}

@@ -1,0 +1,339 @@
+// Package deploy stands an environment up and tears it down (`ssfkit up`, `ssfkit down`): it runs
+// Terraform in a root module that instantiates a cloud's modules, checks the plan against the
+// policies before applying it, and writes the ssfkit config from the root's `ssfkit_config`
+// output, so deployment settings flow from Terraform into ssfkit without hand-editing.
+package deploy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/policies"
+)
+
+// Clouds Terraform deploys to.
+var Clouds = []string{"aws", "azure", "gcp"}
+
+// Config is an application's ssfkit config: the settings of each of its SSFs, as the functions
+// receive them (docs/modules.md).
+type Config struct {
+	Cloud       string         `json:"cloud"`
+	Environment string         `json:"environment"`
+	Region      string         `json:"region,omitempty"`
+	Dir         string         `json:"terraform_dir,omitempty"` // the root module it came from
+	SSFs        map[string]SSF `json:"ssfs"`
+}
+
+// SSF is one SSF's entry: the ssf module's ssfkit_config output.
+type SSF struct {
+	Name                 string `json:"name"`
+	Store                string `json:"store"`
+	Queue                string `json:"queue"`
+	DeadLetterQueue      string `json:"dead_letter_queue,omitempty"`
+	LifetimeSeconds      int    `json:"lifetime_seconds,omitempty"`
+	GCBoundSeconds       int    `json:"gc_bound_seconds,omitempty"`
+	RelaunchDelaySeconds int    `json:"relaunch_delay_seconds,omitempty"`
+}
+
+// Validate checks what the runtime will open: every SSF has a name, and store and queue URLs
+// a driver could open.
+func (c *Config) Validate() error {
+	if len(c.SSFs) == 0 {
+		return errors.New("the config names no SSF")
+	}
+	for key, s := range c.SSFs {
+		if s.Name != key {
+			return fmt.Errorf("SSF %q: its name is %q", key, s.Name)
+		}
+		if _, err := store.ParseURL(s.Store); err != nil {
+			return fmt.Errorf("SSF %s: store: %w", key, err)
+		}
+		if _, err := queue.ParseURL(s.Queue); err != nil {
+			return fmt.Errorf("SSF %s: queue: %w", key, err)
+		}
+		if s.GCBoundSeconds != 0 && s.GCBoundSeconds <= s.LifetimeSeconds {
+			return fmt.Errorf("SSF %s: gc_bound_seconds (%d) must exceed lifetime_seconds (%d)", key, s.GCBoundSeconds, s.LifetimeSeconds)
+		}
+	}
+	return nil
+}
+
+// Load reads and validates a config file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Write writes the config to path atomically.
+func (c *Config) Write(path string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	partial := path + ".partial"
+	if err := os.WriteFile(partial, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(partial, path)
+}
+
+// Options say where and how to run Terraform.
+type Options struct {
+	Cloud string // aws, azure or gcp
+	// Dir is the root module: one that instantiates the cloud's modules and outputs
+	// ssfkit_config = {environment, region, ssfs = {name => module.ssf[name].ssfkit_config}},
+	// as modules/<cloud>/examples/bank does.
+	Dir      string
+	VarFiles []string
+	Vars     []string // NAME=VALUE
+	// Endpoint points the AWS provider at an emulator such as moto (AWS_ENDPOINT_URL).
+	Endpoint string
+	// Terraform is the terraform executable (default: terraform on PATH).
+	Terraform string
+	// Env is added to Terraform's environment (e.g. TF_CLI_CONFIG_FILE).
+	Env []string
+	// IgnorePolicies applies a plan the policies deny (they are reported anyway).
+	IgnorePolicies bool
+	Progress       io.Writer
+}
+
+// Result is what Up did.
+type Result struct {
+	Config  *Config
+	Verdict policies.Verdict // the policies on the plan that was applied
+}
+
+// Up runs init, plan, the policies on the plan, and apply in o.Dir, and returns the config its
+// ssfkit_config output describes.
+func Up(ctx context.Context, o Options) (*Result, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	steps := 5
+	if err := o.step(ctx, 1, steps, "init", "init", "-input=false", "-no-color"); err != nil {
+		return nil, err
+	}
+	plan := filepath.Join(o.Dir, "ssfkit-up.tfplan")
+	defer os.Remove(plan)
+	if err := o.step(ctx, 2, steps, "plan", append([]string{"plan", "-input=false", "-no-color", "-out", plan}, o.varArgs()...)...); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "up: [3/%d] policies on the plan\n", steps)
+	js, err := o.capture(ctx, "show", "-json", plan)
+	if err != nil {
+		return nil, err
+	}
+	verdict, err := policies.Evaluate(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range verdict.Warn {
+		fmt.Fprintf(o.Progress, "up:   warning: %s\n", w)
+	}
+	for _, d := range verdict.Deny {
+		fmt.Fprintf(o.Progress, "up:   VIOLATION: %s\n", d)
+	}
+	if len(verdict.Deny) > 0 && !o.IgnorePolicies {
+		return &Result{Verdict: verdict}, fmt.Errorf("up: the plan violates %d policies (policies/README.md); nothing was applied", len(verdict.Deny))
+	}
+	fmt.Fprintf(o.Progress, "up:   %d violations, %d warnings\n", len(verdict.Deny), len(verdict.Warn))
+	if err := o.step(ctx, 4, steps, "apply", "apply", "-input=false", "-no-color", plan); err != nil {
+		return &Result{Verdict: verdict}, err
+	}
+	fmt.Fprintf(o.Progress, "up: [5/%d] reading ssfkit_config\n", steps)
+	cfg, err := o.readConfig(ctx)
+	if err != nil {
+		return &Result{Verdict: verdict}, err
+	}
+	return &Result{Config: cfg, Verdict: verdict}, nil
+}
+
+// Down destroys what Up created in o.Dir.
+func Down(ctx context.Context, o Options) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	if err := o.step(ctx, 1, 2, "init", "init", "-input=false", "-no-color"); err != nil {
+		return err
+	}
+	return o.step(ctx, 2, 2, "destroy", append([]string{"destroy", "-auto-approve", "-input=false", "-no-color"}, o.varArgs()...)...)
+}
+
+func (o *Options) check() error {
+	if !slices.Contains(Clouds, o.Cloud) {
+		return fmt.Errorf("deploy: cloud %q: Terraform deploys to %s", o.Cloud, strings.Join(Clouds, ", "))
+	}
+	if fi, err := os.Stat(filepath.Join(o.Dir, "main.tf")); err != nil || fi.IsDir() {
+		return fmt.Errorf("deploy: %s is not a Terraform root module (no main.tf)", o.Dir)
+	}
+	for _, v := range o.Vars {
+		if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+			return fmt.Errorf("deploy: variable %q: want NAME=VALUE", v)
+		}
+	}
+	for _, f := range o.VarFiles {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("deploy: var file: %w", err)
+		}
+	}
+	if o.Endpoint != "" {
+		if o.Cloud != "aws" {
+			return fmt.Errorf("deploy: an endpoint points the AWS provider at an emulator; the %s provider has none", o.Cloud)
+		}
+		if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("deploy: endpoint %q is not an http(s) URL", o.Endpoint)
+		}
+	}
+	if o.Terraform == "" {
+		path, err := exec.LookPath("terraform")
+		if err != nil {
+			return errors.New("deploy: terraform is not on PATH (https://developer.hashicorp.com/terraform/install, or `make tools` in a checkout of ssfkit)")
+		}
+		o.Terraform = path
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return nil
+}
+
+func (o *Options) varArgs() []string {
+	var args []string
+	for _, f := range o.VarFiles {
+		abs, _ := filepath.Abs(f) // terraform runs in o.Dir
+		args = append(args, "-var-file="+abs)
+	}
+	for _, v := range o.Vars {
+		args = append(args, "-var="+v)
+	}
+	return args
+}
+
+func (o *Options) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, o.Terraform, args...)
+	cmd.Dir = o.Dir
+	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1")
+	if o.Endpoint != "" {
+		cmd.Env = append(cmd.Env, "AWS_ENDPOINT_URL="+o.Endpoint)
+	}
+	cmd.Env = append(cmd.Env, o.Env...)
+	return cmd
+}
+
+// step runs a terraform command, streaming its output as indented progress lines; a failure
+// returns the command's last lines with the error.
+func (o *Options) step(ctx context.Context, n, of int, what string, args ...string) error {
+	fmt.Fprintf(o.Progress, "up: [%d/%d] terraform %s (in %s)\n", n, of, what, o.Dir)
+	start := time.Now()
+	cmd := o.command(ctx, args...)
+	r, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	tail := make([]string, 0, 20)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			fmt.Fprintf(o.Progress, "up:   %s\n", line)
+			if len(tail) == cap(tail) {
+				tail = tail[1:]
+			}
+			tail = append(tail, line)
+		}
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	err := cmd.Run()
+	w.Close()
+	<-done
+	if err != nil {
+		return fmt.Errorf("up: terraform %s failed (%v):\n%s", what, err, strings.Join(tail, "\n"))
+	}
+	fmt.Fprintf(o.Progress, "up:   terraform %s done in %s\n", what, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// capture runs a terraform command and returns its standard output.
+func (o *Options) capture(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := o.command(ctx, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("up: terraform %s: %v\n%s", args[0], err, stderr.String())
+	}
+	return out, nil
+}
+
+// readConfig reads the root module's ssfkit_config output.
+func (o *Options) readConfig(ctx context.Context) (*Config, error) {
+	js, err := o.capture(ctx, "output", "-json")
+	if err != nil {
+		return nil, err
+	}
+	var outputs struct {
+		Config *struct {
+			Value Config `json:"value"`
+		} `json:"ssfkit_config"`
+	}
+	if err := json.Unmarshal(js, &outputs); err != nil {
+		return nil, fmt.Errorf("up: terraform output -json: %w", err)
+	}
+	if outputs.Config == nil {
+		return nil, fmt.Errorf("up: %s has no ssfkit_config output (see modules/%s/examples/bank for its shape)", o.Dir, o.Cloud)
+	}
+	cfg := outputs.Config.Value
+	cfg.Cloud, cfg.Dir = o.Cloud, o.Dir
+	if o.Endpoint != "" {
+		// The runtime must reach the same emulator the provider did.
+		for name, s := range cfg.SSFs {
+			s.Store, s.Queue = withEndpoint(s.Store, o.Endpoint), withEndpoint(s.Queue, o.Endpoint)
+			if s.DeadLetterQueue != "" {
+				s.DeadLetterQueue = withEndpoint(s.DeadLetterQueue, o.Endpoint)
+			}
+			cfg.SSFs[name] = s
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("up: the ssfkit_config output: %w", err)
+	}
+	return &cfg, nil
+}
+
+// withEndpoint adds endpoint=e to a driver URL's query.
+func withEndpoint(raw, e string) string {
+	sep := "?"
+	if strings.Contains(raw, "?") {
+		sep = "&"
+	}
+	return raw + sep + url.Values{"endpoint": {e}}.Encode()
+}

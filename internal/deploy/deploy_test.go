@@ -1,0 +1,50 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigRoundTripAndRefusals(t *testing.T) {
+	dir := t.TempDir()
+	good := &Config{Cloud: "aws", Environment: "bank", SSFs: map[string]SSF{
+		"teller": {Name: "teller", Store: "dynamodb://bank-teller?region=us-east-1", Queue: "sqs://bank-teller?region=us-east-1", LifetimeSeconds: 59, GCBoundSeconds: 300},
+	}}
+	path := filepath.Join(dir, "ssfkit.json")
+	if err := good.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil || got.SSFs["teller"] != good.SSFs["teller"] {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for name, c := range map[string]struct{ json, want string }{
+		"unknown field":      {`{"cloud":"aws","ssfs":{},"extra":1}`, `unknown field "extra"`},
+		"no SSF":             {`{"cloud":"aws","ssfs":{}}`, "names no SSF"},
+		"name mismatch":      {`{"ssfs":{"a":{"name":"b","store":"mem://a","queue":"mem://a"}}}`, `SSF "a": its name is "b"`},
+		"bad store":          {`{"ssfs":{"a":{"name":"a","store":"dynamodb","queue":"mem://a"}}}`, "SSF a: store"},
+		"bad queue":          {`{"ssfs":{"a":{"name":"a","store":"mem://a","queue":"sqs ://x"}}}`, "SSF a: queue"},
+		"gc within lifetime": {`{"ssfs":{"a":{"name":"a","store":"mem://a","queue":"mem://a","lifetime_seconds":60,"gc_bound_seconds":60}}}`, "gc_bound_seconds (60) must exceed"},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".json")
+		if err := os.WriteFile(p, []byte(c.json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", name, err, c.want)
+		}
+	}
+}
+
+func TestWithEndpoint(t *testing.T) {
+	for raw, want := range map[string]string{
+		"dynamodb://t?region=us-east-1": "dynamodb://t?region=us-east-1&endpoint=http%3A%2F%2F127.0.0.1%3A5000",
+		"sqs://q":                       "sqs://q?endpoint=http%3A%2F%2F127.0.0.1%3A5000",
+	} {
+		if got := withEndpoint(raw, "http://127.0.0.1:5000"); got != want {
+			t.Errorf("%s: %s, want %s", raw, got, want)
+		}
+	}
+}

@@ -1,0 +1,27 @@
+variable "artifact" {
+  description = "The zip `ssfkit build --cloud azure --app bank` wrote."
+  type        = string
+}
+
+variable "name" {
+  description = "The environment's name."
+  type        = string
+  default     = "bank"
+}
+
+variable "location" {
+  description = "The Azure region (one with Flex Consumption and zone-redundant storage)."
+  type        = string
+  default     = "westeurope"
+}
+
+variable "subscription_id" {
+  description = "The Azure subscription to deploy to (the azurerm provider requires it)."
+  type        = string
+}
+
+variable "throwaway" {
+  description = "A test environment: no deletion protection, no point-in-time restore."
+  type        = bool
+  default     = false
+}

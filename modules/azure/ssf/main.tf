@@ -1,0 +1,360 @@
+# One stateful serverless function on Azure: a storage account of its own holding its table
+# (single-table design: the runtime keeps the linked DAALs, shadows, intents, read and invoke logs
+# and the collectors' indexes in one table keyed PartitionKey/RowKey, see docs/protocol.md), its
+# queue of asynchronous starts with the poison queue the Functions runtime dead-letters into,
+# and the function app's host storage; the function app (Flex Consumption, a custom handler)
+# serving the SSF and both collectors; and the role assignments that let the SSF's identity
+# reach these and nothing of another SSF.
+
+data "azurerm_client_config" "current" {}
+
+locals {
+  identity = var.environment.identities[var.name]
+  tags     = merge(var.environment.tags, var.tags, tomap({ "ssfkit-ssf" = var.name }))
+
+  # The one naming rule of the SSFs' function apps, applied to this SSF and to its peers so that
+  # SSFKIT_PEERS names their real apps: <environment>-<ssf>-<hash>, at most 32 characters (site
+  # names are global, letters, digits and hyphens; the hash of the resource group's ID and the
+  # SSF's name keeps them unique across subscriptions and SSF names that differ in case or in
+  # underscores).
+  app_names = {
+    for n in distinct(concat([var.name], var.peers)) : n => format("%s-%s",
+      trim(substr(format("%s-%s", var.environment.name, trim(replace(lower(n), "/[^a-z0-9]+/", "-"), "-")), 0, 25), "-"),
+    substr(sha1("${lower(var.environment.resource_group_id)}/${n}"), 0, 6))
+  }
+  app_name = local.app_names[var.name]
+  # The ARM ID prefix of the environment's function apps (SSFKIT_AZURE_SITES): a caller reads a
+  # peer's function key at <sites>/<app>/host/default/listkeys.
+  sites       = "${var.environment.resource_group_id}/providers/Microsoft.Web/sites"
+  function_id = "${local.sites}/${local.app_name}"
+  peer_urls   = { for p in var.peers : p => "https://${local.app_names[p]}.azurewebsites.net" }
+
+  # Storage account names are global, 3-24 lower-case letters and digits.
+  account_name = format("%s%s",
+    substr(replace(lower("${var.environment.name}${var.name}"), "/[^a-z0-9]/", ""), 0, 16),
+  substr(sha1("${lower(var.environment.resource_group_id)}/${var.name}"), 0, 8))
+
+  table_name      = "state"
+  queue_name      = "starts"
+  poison_queue    = "${local.queue_name}-poison" # where the queue trigger moves a message after maxDequeueCount deliveries
+  table_id        = "${azurerm_storage_account.this.id}/tableServices/default/tables/${local.table_name}"
+  table_endpoint  = trimsuffix(azurerm_storage_account.this.primary_table_endpoint, "/")
+  queue_endpoint  = trimsuffix(azurerm_storage_account.this.primary_queue_endpoint, "/")
+  store_url       = "aztables://${local.table_name}?endpoint=${local.table_endpoint}"
+  queue_url       = "azqueue://${local.queue_name}?endpoint=${local.queue_endpoint}"
+  dead_letter_url = "azqueue://${local.poison_queue}?endpoint=${local.queue_endpoint}"
+
+  # Flex Consumption sizes instances at 512, 2048 or 4096 MB: the smallest that holds memory_mb.
+  instance_memory_mb = [for size in [512, 2048, 4096] : size if size >= var.memory_mb][0]
+
+  # NCRONTAB (seconds first) schedules of the collectors' timers.
+  schedules = {
+    for k, every in {
+      intent_collector  = var.intent_collector_every_minutes
+      garbage_collector = var.garbage_collector_every_minutes
+      } : k => (every < 60 ? "0 */${every} * * * *" :
+    every == 1440 ? "0 0 0 * * *" : "0 0 */${floor(every / 60)} * * *")
+  }
+
+  # The function app's settings. The SSFKIT_* settings configure the runtime (docs/modules.md);
+  # the others bind the artifact's functions and the host to this SSF's storage with its identity.
+  timeout = var.function_timeout_seconds
+  runtime_settings = {
+    SSFKIT_SSF                    = var.name
+    SSFKIT_ENVIRONMENT            = var.environment.name
+    SSFKIT_STORE                  = local.store_url
+    SSFKIT_QUEUE                  = local.queue_url
+    SSFKIT_LIFETIME_SECONDS       = tostring(local.timeout - 1)
+    SSFKIT_GC_BOUND_SECONDS       = tostring(var.gc_bound_seconds)
+    SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
+    SSFKIT_PEERS                  = jsonencode(local.peer_urls)
+    SSFKIT_AZURE_SITES            = local.sites
+    AZURE_CLIENT_ID               = local.identity.client_id
+
+    # The queue trigger (function "queue") and the collectors' timers.
+    SSFKIT_QUEUE_NAME                        = local.queue_name
+    SSFKIT_QUEUE_CONNECTION__queueServiceUri = local.queue_endpoint
+    SSFKIT_QUEUE_CONNECTION__credential      = "managedidentity"
+    SSFKIT_QUEUE_CONNECTION__clientId        = local.identity.client_id
+    SSFKIT_INTENT_COLLECTOR_SCHEDULE         = local.schedules.intent_collector
+    SSFKIT_GARBAGE_COLLECTOR_SCHEDULE        = local.schedules.garbage_collector
+
+    # A new artifact changes the settings, which restarts the app on the new package.
+    SSFKIT_ARTIFACT_SHA256 = filesha256(var.artifact)
+
+    # Host storage (keys, timers' schedule monitor, the deployed package) with the SSF's identity.
+    AzureWebJobsStorage__accountName = azurerm_storage_account.this.name
+    AzureWebJobsStorage__credential  = "managedidentity"
+    AzureWebJobsStorage__clientId    = local.identity.client_id
+
+    # host.json overrides: the execution bound, and the deliveries before dead-lettering.
+    AzureFunctionsJobHost__functionTimeout                     = format("%02d:%02d:%02d", floor(local.timeout / 3600), floor(local.timeout % 3600 / 60), local.timeout % 60)
+    AzureFunctionsJobHost__extensions__queues__maxDequeueCount = tostring(var.max_receive_count)
+  }
+  app_settings = merge(var.environment_variables, local.runtime_settings)
+}
+
+# The SSF's storage: its table, its queues and its function app's host storage, reachable with
+# Entra ID only (no shared keys, so no connection string or SAS exists), over TLS 1.2.
+resource "azurerm_storage_account" "this" {
+  name                              = local.account_name
+  resource_group_name               = var.environment.resource_group_name
+  location                          = var.environment.location
+  account_kind                      = "StorageV2"
+  account_tier                      = "Standard"
+  account_replication_type          = "ZRS" # the state survives a zone's loss
+  https_traffic_only_enabled        = true
+  min_tls_version                   = "TLS1_2"
+  allow_nested_items_to_be_public   = false
+  shared_access_key_enabled         = false
+  default_to_oauth_authentication   = true
+  cross_tenant_replication_enabled  = false
+  allowed_copy_scope                = "AAD"
+  local_user_enabled                = false
+  infrastructure_encryption_enabled = true
+  # Account-scoped keys, so that a customer-managed key covers the table and the queues too.
+  queue_encryption_key_type = "Account"
+  table_encryption_key_type = "Account"
+
+  dynamic "identity" {
+    for_each = var.encryption_key == null ? [] : [1]
+    content {
+      type         = "UserAssigned"
+      identity_ids = [local.identity.id]
+    }
+  }
+
+  dynamic "customer_managed_key" {
+    for_each = var.encryption_key == null ? [] : [1]
+    content {
+      key_vault_key_id          = var.encryption_key
+      user_assigned_identity_id = local.identity.id
+    }
+  }
+
+  blob_properties {
+    versioning_enabled  = var.point_in_time_recovery
+    change_feed_enabled = var.point_in_time_recovery
+
+    delete_retention_policy {
+      days = 14
+    }
+
+    container_delete_retention_policy {
+      days = 14
+    }
+
+    dynamic "restore_policy" {
+      for_each = var.point_in_time_recovery ? [1] : []
+      content {
+        days = 7
+      }
+    }
+  }
+
+  tags = local.tags
+}
+
+# The table is created through Resource Manager: azurerm_storage_table reads the table's ACLs
+# with a shared key, which this account refuses.
+resource "azurerm_resource_group_template_deployment" "table" {
+  name                = "ssfkit-${local.account_name}-table"
+  resource_group_name = var.environment.resource_group_name
+  deployment_mode     = "Incremental"
+  template_content = jsonencode({
+    "$schema"      = "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#"
+    contentVersion = "1.0.0.0"
+    resources = [{
+      type       = "Microsoft.Storage/storageAccounts/tableServices/tables"
+      apiVersion = "2023-05-01"
+      name       = "${azurerm_storage_account.this.name}/default/${local.table_name}"
+      properties = {}
+    }]
+  })
+  tags = local.tags
+}
+
+resource "azurerm_storage_queue" "this" {
+  for_each           = { starts = local.queue_name, poison = local.poison_queue }
+  name               = each.value
+  storage_account_id = azurerm_storage_account.this.id
+}
+
+# The function app's deployment container: Flex Consumption runs released-package.zip from it.
+resource "azurerm_storage_container" "deployment" {
+  name                  = "deployment"
+  storage_account_id    = azurerm_storage_account.this.id
+  container_access_type = "private"
+}
+
+# Deletion protection: the lock refuses the deletion of the account and of everything in it
+# (table, queues, containers) through Resource Manager, whoever asks; the guard makes
+# `terraform destroy`, which would remove the lock first, fail until deletion_protection is
+# turned off and applied.
+resource "azurerm_management_lock" "state" {
+  count      = var.deletion_protection ? 1 : 0
+  name       = "ssfkit-state"
+  scope      = azurerm_storage_account.this.id
+  lock_level = "CanNotDelete"
+  notes      = "The state of SSF ${var.name} (ssfkit environment ${var.environment.name}): set deletion_protection = false and apply before deleting it."
+}
+
+resource "terraform_data" "deletion_guard" {
+  input = {
+    protected = var.deletion_protection
+    ssf       = "${var.environment.name}/${var.name}"
+  }
+
+  provisioner "local-exec" {
+    when = destroy
+    # Runs under sh and cmd alike.
+    command = self.output.protected ? "echo ssfkit: deletion_protection keeps the state of SSF ${self.output.ssf}, set it to false and apply before destroying 1>&2 && exit 1" : "exit 0"
+  }
+
+  depends_on = [azurerm_management_lock.state, azurerm_storage_account.this]
+}
+
+# The SSF's identity (Beldi's data sovereignty): its own table, its own queues, its own host
+# storage, and nothing of another SSF.
+resource "azurerm_role_assignment" "own" {
+  for_each = {
+    table  = { scope = local.table_id, role = "Storage Table Data Contributor" }
+    starts = { scope = azurerm_storage_queue.this["starts"].id, role = "Storage Queue Data Contributor" }
+    poison = { scope = azurerm_storage_queue.this["poison"].id, role = "Storage Queue Data Contributor" }
+    host   = { scope = azurerm_storage_account.this.id, role = "Storage Blob Data Owner" }
+  }
+  scope                = each.value.scope
+  role_definition_name = each.value.role
+  principal_id         = local.identity.principal_id
+  principal_type       = "ServicePrincipal"
+  description          = "ssfkit SSF ${var.name}: its own ${each.key == "host" ? "host storage" : each.key == "table" ? "table" : "queue"}"
+
+  depends_on = [azurerm_resource_group_template_deployment.table]
+}
+
+# Terraform uploads the package with Entra ID (the account has no keys): the principal running
+# Terraform may write the deployment container, and nothing else of the account's data.
+resource "azurerm_role_assignment" "deployer" {
+  scope                = azurerm_storage_container.deployment.id
+  role_definition_name = "Storage Blob Data Contributor"
+  principal_id         = data.azurerm_client_config.current.object_id
+  description          = "ssfkit SSF ${var.name}: Terraform uploads the function app's package"
+}
+
+resource "azurerm_storage_blob" "package" {
+  name                 = "released-package.zip" # the name Flex Consumption runs
+  storage_container_id = azurerm_storage_container.deployment.id
+  type                 = "Block"
+  content_type         = "application/zip"
+  source               = var.artifact
+  content_md5          = filemd5(var.artifact) # a new artifact replaces the blob
+
+  # A new role assignment takes a while to reach data operations: waiting for the table and the
+  # identity's assignments gives the deployer's that time.
+  depends_on = [azurerm_role_assignment.deployer, azurerm_role_assignment.own]
+}
+
+resource "azurerm_service_plan" "this" {
+  name                = local.app_name
+  resource_group_name = var.environment.resource_group_name
+  location            = var.environment.location
+  os_type             = "Linux"
+  sku_name            = "FC1" # Flex Consumption: one app per plan
+  tags                = local.tags
+}
+
+# The function app, through Resource Manager rather than azurerm_function_app_flex_consumption:
+# that resource writes a key-based AzureWebJobsStorage connection string (with an empty key)
+# even when the host storage uses an identity, which breaks the host (hashicorp/
+# terraform-provider-azurerm#29693), and its zip deployment calls /api/zipdeploy, which Flex
+# Consumption does not serve (#29630). Here the host storage, the deployment package and the
+# queue trigger all use the SSF's identity, and the package is the blob above.
+locals {
+  app_template = {
+    "$schema"      = "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#"
+    contentVersion = "1.0.0.0"
+    resources = [
+      {
+        type       = "Microsoft.Web/sites"
+        apiVersion = "2024-04-01"
+        name       = local.app_name
+        location   = var.environment.location
+        kind       = "functionapp,linux"
+        tags       = local.tags
+        identity = {
+          type                   = "UserAssigned"
+          userAssignedIdentities = { (local.identity.id) = {} }
+        }
+        properties = {
+          serverFarmId              = azurerm_service_plan.this.id
+          httpsOnly                 = true
+          clientAffinityEnabled     = false
+          publicNetworkAccess       = "Enabled"
+          keyVaultReferenceIdentity = local.identity.id
+          siteConfig = {
+            minTlsVersion    = "1.2"
+            scmMinTlsVersion = "1.2"
+            ftpsState        = "Disabled"
+            http20Enabled    = true
+            appSettings      = [for k in sort(keys(local.app_settings)) : { name = k, value = local.app_settings[k] }]
+          }
+          functionAppConfig = {
+            deployment = {
+              storage = {
+                type  = "blobContainer"
+                value = "${azurerm_storage_account.this.primary_blob_endpoint}${azurerm_storage_container.deployment.name}"
+                authentication = {
+                  type                           = "UserAssignedIdentity"
+                  userAssignedIdentityResourceId = local.identity.id
+                }
+              }
+            }
+            scaleAndConcurrency = {
+              maximumInstanceCount = 100
+              instanceMemoryMB     = local.instance_memory_mb
+            }
+            runtime = { name = "custom", version = "1.0" }
+          }
+        }
+      },
+      # No publishing with basic credentials: the package comes from the deployment container.
+      {
+        type       = "Microsoft.Web/sites/basicPublishingCredentialsPolicies"
+        apiVersion = "2024-04-01"
+        name       = "${local.app_name}/scm"
+        dependsOn  = ["[resourceId('Microsoft.Web/sites', '${local.app_name}')]"]
+        properties = { allow = false }
+      },
+      {
+        type       = "Microsoft.Web/sites/basicPublishingCredentialsPolicies"
+        apiVersion = "2024-04-01"
+        name       = "${local.app_name}/ftp"
+        dependsOn  = ["[resourceId('Microsoft.Web/sites', '${local.app_name}')]"]
+        properties = { allow = false }
+      },
+    ]
+  }
+}
+
+resource "azurerm_resource_group_template_deployment" "app" {
+  name                = "ssfkit-${local.app_name}"
+  resource_group_name = var.environment.resource_group_name
+  deployment_mode     = "Incremental"
+  template_content    = jsonencode(local.app_template)
+  tags                = local.tags
+
+  # The host reads its package and keys with the identity from the start.
+  depends_on = [azurerm_role_assignment.own, azurerm_storage_blob.package]
+}
+
+# Only the peers' identities may read this app's function keys, so only they can invoke it.
+resource "azurerm_role_assignment" "peer_invoker" {
+  for_each           = toset(var.peers)
+  scope              = local.function_id
+  role_definition_id = var.environment.peer_invoker_role_definition_id
+  principal_id       = var.environment.identities[each.key].principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "ssfkit SSF ${each.key} may invoke SSF ${var.name}"
+
+  depends_on = [azurerm_resource_group_template_deployment.app]
+}

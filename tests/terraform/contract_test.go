@@ -1,0 +1,157 @@
+package terraform
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+
+	"github.com/ssfkit/ssfkit/internal/testservers"
+)
+
+// clouds are the clouds with modules.
+var clouds = []string{"aws", "azure", "gcp"}
+
+// commonVariables are the variables every cloud's ssf module takes, with their types and
+// defaults (docs/modules.md). environment's type is the cloud's own (a name on AWS, the
+// environment module's context elsewhere), so only its presence is checked.
+var commonVariables = map[string]struct {
+	typ string
+	def any // nil: required
+}{
+	"name":                            {"string", nil},
+	"environment":                     {"", nil},
+	"artifact":                        {"string", nil},
+	"function_timeout_seconds":        {"number", 60.0},
+	"gc_bound_seconds":                {"number", 300.0},
+	"relaunch_delay_seconds":          {"number", 120.0},
+	"memory_mb":                       {"number", 256.0},
+	"intent_collector_every_minutes":  {"number", 1.0},
+	"garbage_collector_every_minutes": {"number", 5.0},
+	"max_receive_count":               {"number", 5.0},
+	"peers":                           {"list(string)", []any{}},
+	"encryption_key":                  {"string", "null"},
+	"point_in_time_recovery":          {"bool", true},
+	"deletion_protection":             {"bool", true},
+	"environment_variables":           {"map(string)", map[string]any{}},
+	"tags":                            {"map(string)", map[string]any{}},
+}
+
+// cloudVariables are the variables only one cloud's ssf module has.
+var cloudVariables = map[string][]string{
+	"aws": {"architecture", "log_retention_days"},
+}
+
+var commonOutputs = []string{"name", "store_url", "queue_url", "dead_letter_queue_url", "function_name", "function_id",
+	"collector_function_names", "identity", "table_id", "queue_id", "ssfkit_config"}
+
+// ssfkitConfigKeys are the keys of the ssfkit_config output, which `ssfkit up` reads.
+var ssfkitConfigKeys = []string{"dead_letter_queue", "gc_bound_seconds", "lifetime_seconds", "name", "queue", "relaunch_delay_seconds", "store"}
+
+// TestModuleContract checks that every cloud's ssf module exposes the same variables, with the
+// same types and defaults, and the same outputs, so that moving an application between clouds
+// changes which module it instantiates and nothing else about the SSFs.
+func TestModuleContract(t *testing.T) {
+	root, err := testservers.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cloud := range clouds {
+		t.Run(cloud, func(t *testing.T) {
+			dir := filepath.Join(root, "modules", cloud, "ssf")
+			mod, diags := tfconfig.LoadModule(dir)
+			if diags.HasErrors() {
+				t.Fatalf("%s: %v", dir, diags.Err())
+			}
+			for name, want := range commonVariables {
+				v, ok := mod.Variables[name]
+				if !ok {
+					t.Errorf("variable %s is missing", name)
+					continue
+				}
+				if want.typ != "" && v.Type != want.typ {
+					t.Errorf("variable %s has type %s, want %s", name, v.Type, want.typ)
+				}
+				if fmt.Sprint(v.Default) != fmt.Sprint(want.def) && !(want.def == "null" && v.Default == nil && !v.Required) {
+					t.Errorf("variable %s defaults to %#v, want %#v", name, v.Default, want.def)
+				}
+				if want.def == nil && !v.Required {
+					t.Errorf("variable %s must be required", name)
+				}
+			}
+			for name, v := range mod.Variables {
+				if _, common := commonVariables[name]; !common && !slices.Contains(cloudVariables[cloud], name) {
+					t.Errorf("variable %s is neither common (docs/modules.md) nor listed as %s's own", name, cloud)
+				}
+				if v.Description == "" {
+					t.Errorf("variable %s has no description", name)
+				}
+			}
+			var outputs []string
+			for name, o := range mod.Outputs {
+				outputs = append(outputs, name)
+				if o.Description == "" {
+					t.Errorf("output %s has no description", name)
+				}
+			}
+			slices.Sort(outputs)
+			if want := slices.Sorted(slices.Values(commonOutputs)); !slices.Equal(outputs, want) {
+				t.Errorf("outputs %v, want %v", outputs, want)
+			}
+			keys, err := objectOutputKeys(filepath.Join(dir, "outputs.tf"), "ssfkit_config")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(keys, ssfkitConfigKeys) {
+				t.Errorf("ssfkit_config has keys %v, want %v", keys, ssfkitConfigKeys)
+			}
+			for _, f := range []string{"main.tf", "variables.tf", "outputs.tf", "versions.tf", "README.md"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("the module has no %s", f)
+				}
+			}
+		})
+	}
+}
+
+// objectOutputKeys returns the sorted keys of the object the named output's value builds.
+func objectOutputKeys(path, output string) ([]string, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type != "output" || len(b.Labels) != 1 || b.Labels[0] != output {
+			continue
+		}
+		value, ok := b.Body.Attributes["value"]
+		if !ok {
+			return nil, fmt.Errorf("%s: output %s has no value", path, output)
+		}
+		obj, ok := value.Expr.(*hclsyntax.ObjectConsExpr)
+		if !ok {
+			return nil, fmt.Errorf("%s: output %s is not an object literal", path, output)
+		}
+		var keys []string
+		for _, item := range obj.Items {
+			key := hcl.ExprAsKeyword(item.KeyExpr)
+			if key == "" {
+				return nil, fmt.Errorf("%s: output %s has a computed key", path, output)
+			}
+			keys = append(keys, strings.TrimSpace(key))
+		}
+		slices.Sort(keys)
+		return keys, nil
+	}
+	return nil, fmt.Errorf("%s: no output %s", path, output)
+}
