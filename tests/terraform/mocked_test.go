@@ -2,11 +2,14 @@ package terraform
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 
+	"github.com/ssfkit/ssfkit/internal/build"
+	"github.com/ssfkit/ssfkit/internal/testservers"
 	"github.com/ssfkit/ssfkit/internal/tftest"
 )
 
@@ -55,8 +58,22 @@ func TestGCP(t *testing.T) {
 
 const sha256Zero = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// TestAzure: the modules' terraform tests with a mocked provider. (A plan by the real AzureRM
-// provider needs Entra ID tokens even to plan, so unlike Google's it cannot run offline.)
+// TestAzure: the modules' terraform tests with a mocked provider, on the bank's real function
+// app zip, which the tests upload as the package and hash into the app settings. (A plan by the
+// real AzureRM provider needs Entra ID tokens even to plan, so unlike Google's it cannot run
+// offline.)
 func TestAzure(t *testing.T) {
-	terraformTestMocked(t, tftest.New(t), tftest.CopyModules(t), "azure")
+	modules := tftest.CopyModules(t)
+	root, err := testservers.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	artifact := filepath.Join(modules, "azure", "ssf", "tests", "testdata", "artifact.zip")
+	if err := os.MkdirAll(filepath.Dir(artifact), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := build.AzureFunctions(context.Background(), root, "./examples/bank/azure", artifact, testWriter{t}); err != nil {
+		t.Fatal(err)
+	}
+	terraformTestMocked(t, tftest.New(t), modules, "azure")
 }
