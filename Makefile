@@ -17,7 +17,7 @@ demo:
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug
 ## The long-running packages go first: go test starts packages in the order it is given them
 ## (two at a time on two cores), so they overlap the many short ones instead of running last.
-SLOW_PACKAGES = ./tests/txtest ./tests/crashtest ./tests/terraform ./tests/lincheck ./cmd/ssfkit
+SLOW_PACKAGES = ./tests/txtest ./tests/crashtest ./tests/terraform ./tests/lincheck ./tests/logtest ./cmd/ssfkit
 test: tools vet
 	$(GO) test -race -count=1 -timeout 15m $(SLOW_PACKAGES) $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
 

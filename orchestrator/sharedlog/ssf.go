@@ -1,0 +1,40 @@
+package sharedlog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// AppendStep appends records to color from an SSF, exactly once: the append is a step of the
+// instance, so a re-execution (after a crash, a timeout, the intent collector's relaunch) gets
+// the SN the first execution got instead of appending again. The step's token makes the append
+// itself idempotent (AppendOnce) and the instance's read log replays its result. Not inside a
+// transaction.
+func (l *Log) AppendStep(env *ssf.Env, color string, records ...[]byte) (uint64, error) {
+	step, err := env.Progress()
+	if err != nil {
+		return 0, err
+	}
+	id := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", env.SSF(), env.InstanceID(), step))
+	token := "ssf-" + hex.EncodeToString(id[:20])
+	out, err := env.External(func(ctx context.Context) (json.RawMessage, error) {
+		sn, err := l.AppendOnce(ctx, token, color, records...)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(sn)
+	})
+	if err != nil {
+		return 0, err
+	}
+	var sn uint64
+	if err := json.Unmarshal(out, &sn); err != nil {
+		return 0, fmt.Errorf("sharedlog: the logged result of step %d is %s, not an SN: %w", step, out, err)
+	}
+	return sn, nil
+}
