@@ -129,6 +129,9 @@ func New(tbl *store.Table, tenant string, opts Options) (*Log, error) {
 	return &Log{tbl: tbl, tenant: tenant, opts: opts, seqs: map[string]*sequencer{}, cache: map[recordID]Record{}, done: map[string]bool{}}, nil
 }
 
+// Table is the table the log lives in (the log-backed queue keeps its leases there).
+func (l *Log) Table() *store.Table { return l.tbl }
+
 // Tenant is the log's tenant.
 func (l *Log) Tenant() string { return l.tenant }
 
