@@ -110,3 +110,48 @@ func benchBackends(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	return emitPlottedReport(stdout, stderr, "bench backends", rep, *plotPath, *out, *asJSON)
 }
+
+func benchLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	tmpDir, err := os.MkdirTemp("", "ssfkit-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmpDir)
+	all := localBackends(tmpDir)
+	var names []string
+	for _, b := range all {
+		names = append(names, b.Name)
+	}
+	fs := newFlagSet("bench log", "Measures the shared log against direct table writes and reads of the same records on\n"+
+		"each backend (starting its server on 127.0.0.1): append and read latency, and throughput\n"+
+		"with concurrent writers, with and without batching. Markdown (or JSON with --json).", stderr)
+	list := fs.String("backends", "sqlite,postgres", "comma-separated backends: "+strings.Join(names, ", "))
+	cfg := bench.LogConfig{}
+	fs.IntVar(&cfg.Records, "records", 400, "records per measurement")
+	fs.IntVar(&cfg.Writers, "writers", 8, "concurrent writers in the throughput runs")
+	fs.IntVar(&cfg.Batch, "batch", 10, "records per Append call in the batched run")
+	fs.IntVar(&cfg.RecordBytes, "bytes", 256, "bytes per record")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	plotPath := fs.String("plot", "", "write a PNG bar chart of throughput relative to direct writes to `FILE`")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if cfg.Records < 20 || cfg.Writers < 1 || cfg.Batch < 1 || cfg.RecordBytes < 1 {
+		return &cliUsageError{err: fmt.Errorf("bench log: --records must be at least 20, --writers, --batch and --bytes at least 1")}
+	}
+	for _, name := range strings.Split(*list, ",") {
+		i := slices.IndexFunc(all, func(b bench.Backend) bool { return b.Name == strings.TrimSpace(name) })
+		if i < 0 {
+			return &cliUsageError{err: fmt.Errorf("bench log: unknown backend %q (known: %s)", name, strings.Join(names, ", "))}
+		}
+		cfg.Backends = append(cfg.Backends, all[i])
+	}
+	defer pgtest.Stop()
+	defer testservers.StopAll()
+	rep, err := bench.RunLog(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	return emitPlottedReport(stdout, stderr, "bench log", rep, *plotPath, *out, *asJSON)
+}

@@ -43,7 +43,7 @@ func runBench(ctx context.Context, args []string) error {
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal, travel, backends or temporal"), printed: false}
+		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal, travel, backends, temporal or log"), printed: false}
 	}
 	switch args[0] {
 	case "ops":
@@ -56,12 +56,14 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return benchBackends(ctx, args[1:], stdout, stderr)
 	case "temporal":
 		return benchTemporal(ctx, args[1:], stdout, stderr)
+	case "log":
+		return benchLog(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return flag.ErrHelp
 	}
 	fmt.Fprint(stderr, benchUsage)
-	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal, travel, backends or temporal)", args[0])}
+	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal, travel, backends, temporal or log)", args[0])}
 }
 
 const storeFlagHelp = "store `URL`, e.g. sqlite:///abs/path.db?table=T or mem:// (default: a fresh SQLite file in a temporary directory, removed afterwards)"

@@ -203,3 +203,30 @@ func TestBenchBackends(t *testing.T) {
 		t.Errorf("unknown backend: %v", err)
 	}
 }
+
+// `bench log` measures the log and direct writes side by side, and plots throughput.
+func TestBenchLog(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "log.png")
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"log", "--backends", "sqlite", "--records", "20", "--writers", "4", "--plot", png, "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep bench.LogReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 {
+		t.Fatalf("results: %+v", rep.Results)
+	}
+	r := rep.Results[0]
+	if r.Append.N != 20 || r.DirectWrite.N != 20 || r.Read.N != 20 || r.AppendThroughput <= 0 || r.BatchedThroughput <= 0 || r.ReservationsPerRecord <= 0 || r.ReservationsPerRecord > 1 {
+		t.Fatalf("result %+v", r)
+	}
+	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+		t.Errorf("plot not written: %v", err)
+	}
+	if err := benchMain(context.Background(), []string{"log", "--records", "5"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--records must be at least 20") {
+		t.Errorf("too few records: %v", err)
+	}
+}
