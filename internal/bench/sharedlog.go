@@ -18,7 +18,7 @@ import (
 
 // LogConfig configures RunLog.
 type LogConfig struct {
-	Backends []Backend
+	Backends []Backend `json:"-"`
 	// Records is the number of records each measurement appends or reads.
 	Records int
 	// Writers is the number of concurrent appenders (and concurrent direct writers).
