@@ -95,12 +95,8 @@ func benchBackends(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	for _, name := range strings.Split(*list, ",") {
-		i := slices.IndexFunc(all, func(b bench.Backend) bool { return b.Name == strings.TrimSpace(name) })
-		if i < 0 {
-			return &cliUsageError{err: fmt.Errorf("bench backends: unknown backend %q (known: %s)", name, strings.Join(names, ", "))}
-		}
-		cfg.Backends = append(cfg.Backends, all[i])
+	if cfg.Backends, err = pickBackends("bench backends", all, *list); err != nil {
+		return err
 	}
 	defer pgtest.Stop()
 	defer testservers.StopAll()
@@ -140,12 +136,8 @@ func benchLog(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Records < 20 || cfg.Writers < 1 || cfg.Batch < 1 || cfg.RecordBytes < 1 {
 		return &cliUsageError{err: fmt.Errorf("bench log: --records must be at least 20, --writers, --batch and --bytes at least 1")}
 	}
-	for _, name := range strings.Split(*list, ",") {
-		i := slices.IndexFunc(all, func(b bench.Backend) bool { return b.Name == strings.TrimSpace(name) })
-		if i < 0 {
-			return &cliUsageError{err: fmt.Errorf("bench log: unknown backend %q (known: %s)", name, strings.Join(names, ", "))}
-		}
-		cfg.Backends = append(cfg.Backends, all[i])
+	if cfg.Backends, err = pickBackends("bench log", all, *list); err != nil {
+		return err
 	}
 	defer pgtest.Stop()
 	defer testservers.StopAll()
@@ -154,4 +146,21 @@ func benchLog(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return emitPlottedReport(stdout, stderr, "bench log", rep, *plotPath, *out, *asJSON)
+}
+
+// pickBackends returns the backends a comma-separated --backends list names.
+func pickBackends(cmd string, all []bench.Backend, list string) ([]bench.Backend, error) {
+	var picked []bench.Backend
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(all, func(b bench.Backend) bool { return b.Name == strings.TrimSpace(name) })
+		if i < 0 {
+			var names []string
+			for _, b := range all {
+				names = append(names, b.Name)
+			}
+			return nil, &cliUsageError{err: fmt.Errorf("%s: unknown backend %q (known: %s)", cmd, name, strings.Join(names, ", "))}
+		}
+		picked = append(picked, all[i])
+	}
+	return picked, nil
 }

@@ -131,15 +131,9 @@ func (r *BackendsReport) WritePlot(path string) error {
 				}
 			}
 		}
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
+		if err := addBars(p, i, len(r.Results), width, res.Backend, vals); err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
-		bars.Color = barColors[i%len(barColors)]
-		bars.LineStyle.Width = 0
-		bars.Offset = width * vg.Length(float64(i)-float64(len(r.Results)-1)/2)
-		p.Add(bars)
-		p.Legend.Add(res.Backend, bars)
 	}
 	p.NominalX(names...)
 	if err := p.Save(9*vg.Inch, 4.5*vg.Inch, path); err != nil {

@@ -103,3 +103,18 @@ func linePlot(path, title, yLabel string, lines []line) error {
 	}
 	return nil
 }
+
+// addBars adds series i of n to a grouped bar chart: bars of width, side by side with the other
+// series at each category, in the series' color, with a legend entry.
+func addBars(p *plot.Plot, i, n int, width vg.Length, name string, vals plotter.Values) error {
+	bars, err := plotter.NewBarChart(vals, width)
+	if err != nil {
+		return err
+	}
+	bars.Color = barColors[i%len(barColors)]
+	bars.LineStyle.Width = 0
+	bars.Offset = width * vg.Length(float64(i)-float64(n-1)/2)
+	p.Add(bars)
+	p.Legend.Add(name, bars)
+	return nil
+}

@@ -51,7 +51,7 @@ type LogResult struct {
 	CachedRead  Summary `json:"cached_read"` // the record from the cache, the sequencer row read
 	// Records per second with Writers concurrent callers.
 	DirectWriteThroughput float64 `json:"direct_write_per_sec"`
-	AppendThroughput      float64 `json:"append_per_sec"`        // one record per call
+	AppendThroughput      float64 `json:"append_per_sec"`         // one record per call
 	BatchedThroughput     float64 `json:"batched_append_per_sec"` // Batch records per call
 	// ReservationsPerRecord is sequencer updates per record in the concurrent single-record run:
 	// below 1 when concurrent appends shared reservations.
@@ -257,15 +257,9 @@ func (r *LogReport) WritePlot(path string) error {
 		for j, x := range r.Results {
 			vals[j] = s.of(x)
 		}
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
+		if err := addBars(p, i, len(series), width, s.name, vals); err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
-		bars.Color = barColors[i%len(barColors)]
-		bars.LineStyle.Width = 0
-		bars.Offset = width * vg.Length(float64(i)-0.5)
-		p.Add(bars)
-		p.Legend.Add(s.name, bars)
 	}
 	p.NominalX(names...)
 	return p.Save(vg.Length(120+90*len(names))*vg.Points(1), 320, path)

@@ -564,15 +564,9 @@ func (r *TemporalReport) WritePlot(path string) error {
 	for i, res := range []TemporalResult{r.Plain, r.EO} {
 		vals := plotter.Values{res.Step.MedianUS / 1000, res.Step.P99US / 1000, res.Body.MedianUS / 1000, res.Body.P99US / 1000}
 		p.Y.Max = max(p.Y.Max, 1.1*slices.Max(vals)) // room above the tallest bar for the legend
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
+		if err := addBars(p, i, 2, width, res.Variant, vals); err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
-		bars.Color = barColors[i%len(barColors)]
-		bars.LineStyle.Width = 0
-		bars.Offset = width * vg.Length(float64(i)-0.5)
-		p.Add(bars)
-		p.Legend.Add(res.Variant, bars)
 	}
 	p.NominalX("per step median", "per step p99", "activity body median", "activity body p99")
 	if err := p.Save(9*vg.Inch, 4.5*vg.Inch, path); err != nil {

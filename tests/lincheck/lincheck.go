@@ -29,6 +29,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/linearizability"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
@@ -472,17 +473,7 @@ func check(t suite.T, rec *recorder, ids []string, inputs, results *sync.Map) {
 			history = append(history, porcupine.Operation{ClientId: in.Client, Input: step{in.Ops[i], o.Written}, Call: tm.call, Output: o.Out, Return: ret})
 		}
 	}
-	res, info := porcupine.CheckOperationsVerbose(registerModel, history, time.Minute)
-	switch res {
-	case porcupine.Ok:
-		t.Logf("linearizable: %d operations", len(history))
-	case porcupine.Unknown:
-		t.Fatalf("porcupine timed out on %d operations", len(history))
-	default:
-		path := t.TempDir() + "/history.html"
-		_ = porcupine.VisualizePath(registerModel, info, path)
-		t.Fatalf("history of %d operations is NOT linearizable; visualization: %s", len(history), path)
-	}
+	linearizability.Check(t, registerModel, history)
 }
 
 // step is a history entry's input: the op and the value it wrote (incr decides at run time).

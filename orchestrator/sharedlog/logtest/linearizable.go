@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/linearizability"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
 )
@@ -155,17 +156,7 @@ func testLinearizable(t suite.T, tbl *store.Table, open opener, o Options) {
 	if t.Failed() {
 		return
 	}
-	res, info := porcupine.CheckOperationsVerbose(logModel, history, time.Minute)
-	switch res {
-	case porcupine.Ok:
-		t.Logf("linearizable: %d operations", len(history))
-	case porcupine.Unknown:
-		t.Fatalf("porcupine timed out on %d operations", len(history))
-	default:
-		path := t.TempDir() + "/history.html"
-		_ = porcupine.VisualizePath(logModel, info, path)
-		t.Fatalf("history of %d operations is NOT linearizable; visualization: %s", len(history), path)
-	}
+	linearizability.Check(t, logModel, history)
 }
 
 // logState is the sequential log: its records (SN -> data, encoded sorted so states compare
