@@ -19,6 +19,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/storetest"
 	"github.com/ssfkit/ssfkit/internal/suite"
+	"github.com/ssfkit/ssfkit/orchestrator/sharedlog/logtest"
 	"github.com/ssfkit/ssfkit/tests/crashtest"
 	"github.com/ssfkit/ssfkit/tests/lincheck"
 	"github.com/ssfkit/ssfkit/tests/txtest"
@@ -33,13 +34,13 @@ const (
 
 // storeSuites run against -store, queueSuites against -queue, in this order.
 var (
-	storeSuites = []string{"driver", "crash", "linearizability", "transactions"}
+	storeSuites = []string{"driver", "crash", "linearizability", "transactions", "log"}
 	queueSuites = []string{"queue"}
 )
 
 func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("conformance", "Runs the store driver conformance suite and the runtime's crash-injection, linearizability\n"+
-		"and transaction suites against a live store, and the queue driver suite against a live\n"+
+	fs := newFlagSet("conformance", "Runs the store driver conformance suite, the runtime's crash-injection, linearizability\n"+
+		"and transaction suites and the shared log's suite against a live store, and the queue driver suite against a live\n"+
 		"queue (an emulator or a real account, with the usual credentials), then prints a\n"+
 		"per-test table and a verdict. Every test gets fresh tables and queues: write {table} and\n"+
 		"{queue} in the URLs where their names go. Tables are dropped afterwards unless\n"+
@@ -130,6 +131,8 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 			run = func(t suite.T) {
 				txtest.Run(t, tables.table, txtest.Options{Stride: *stride, RelaunchDelay: *lifetime})
 			}
+		case "log":
+			run = func(t suite.T) { logtest.Run(t, tables.table, logtest.Options{HoleTimeout: 2 * *lifetime}) }
 		case "queue":
 			run = func(t suite.T) { queuetest.Suite(t, queues.queue) }
 		}
