@@ -81,7 +81,7 @@ func RunLog(ctx context.Context, cfg LogConfig, progress io.Writer) (*LogReport,
 }
 
 func runLogOn(ctx context.Context, backend, urlPattern string, cfg LogConfig, data []byte) (*LogResult, error) {
-	tbl, err := store.Open(ctx, strings.ReplaceAll(urlPattern, store.TablePlaceholder, fmt.Sprintf("benchlog_%d", time.Now().UnixNano()%1e9)))
+	tbl, err := store.Open(ctx, strings.ReplaceAll(urlPattern, store.TablePlaceholder, fmt.Sprintf("benchlog%d", time.Now().UnixNano()%1e9)))
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +256,7 @@ func (r *LogReport) WritePlot(path string) error {
 		vals := make(plotter.Values, len(r.Results))
 		for j, x := range r.Results {
 			vals[j] = s.of(x)
+			p.Y.Max = max(p.Y.Max, 1.25*vals[j]) // room above the tallest bar for the legend
 		}
 		if err := addBars(p, i, len(series), width, s.name, vals); err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
