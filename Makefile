@@ -21,7 +21,8 @@ SLOW_PACKAGES = ./tests/txtest ./tests/crashtest ./tests/terraform ./tests/linch
 test: tools vet
 	$(GO) test -race -count=1 -timeout 15m $(SLOW_PACKAGES) $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
 
-## tools: install the pinned emulators the tests start on 127.0.0.1 when they are missing
+## tools: install the pinned emulators the tests start on 127.0.0.1, and Terraform and the Google
+## and AzureRM providers (built from the Go module proxy), when they are missing
 tools:
 	./scripts/install-test-tools.sh
 
