@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/logqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/pubsubqueue"
 	"github.com/ssfkit/ssfkit/adapters/queue/queuetest"
@@ -110,12 +113,21 @@ func TestQueuedSpawnExactlyOnce(t *testing.T) {
 		{"SQS", queuetest.SQSURL},
 		{"Azure", queuetest.AzureURL},
 		{"PubSub", queuetest.PubSubURL},
+		{"Log", logQueueURL}, // the shared log as the queue (adapters/queue/logqueue)
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			testQueuedSpawn(t, b.url)
 		})
 	}
+}
+
+var logQueues atomic.Int64
+
+// logQueueURL is a fresh color of a shared log on an in-memory store.
+func logQueueURL(testing.TB) string {
+	n := logQueues.Add(1)
+	return fmt.Sprintf("log://acme/jobs%d?create=true&store=%s", n, url.QueryEscape(fmt.Sprintf("mem://local-logqueue-%d", n)))
 }
 
 func openQueue(t *testing.T, url string) *queue.Queue {
