@@ -43,7 +43,7 @@ type Count struct {
 	Count int    `json:"count"`
 }
 
-func barrier(job string) string         { return job + ".barrier" }
+func barrier(job string) string           { return job + ".barrier" }
 func shardColor(job string, i int) string { return fmt.Sprintf("%s.map.%d", job, i) }
 
 // Handlers are the job's SSFs over the log l.
