@@ -14,6 +14,7 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -100,6 +101,24 @@ func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, tran
 		return nil, err
 	}
 	return &Function{Config: cfg, Runtime: rt, Queue: q}, nil
+}
+
+// GarbageReport is what a pass of an SSF's garbage collector did: the runtime's collection and
+// that of the shared logs kept in the SSF's table.
+type GarbageReport struct {
+	ssf.GCReport
+	Logs sharedlog.CollectReport
+}
+
+// CollectGarbage is the garbage collector function: the runtime's collector, then the shared
+// logs' in the SSF's table (their trimmed records, unfinished multi-color appends).
+func (f *Function) CollectGarbage(ctx context.Context) (GarbageReport, error) {
+	gc, err := f.Runtime.CollectGarbage(ctx)
+	if err != nil {
+		return GarbageReport{GCReport: gc}, err
+	}
+	logs, err := sharedlog.CollectTable(ctx, f.Runtime.Config().Store, sharedlog.Options{})
+	return GarbageReport{GCReport: gc, Logs: logs}, err
 }
 
 // Close releases the store and the queue.

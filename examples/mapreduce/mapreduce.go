@@ -164,3 +164,26 @@ func readAll(ctx context.Context, l *sharedlog.Log, color string, each func(Coun
 		sn = r.SN
 	}
 }
+
+// Forget trims a finished job's colors, once its result is stored: the garbage collector then
+// deletes the records. It is the job driver's step, not the reducer's, because a re-executed
+// reducer reads the colors again.
+func Forget(ctx context.Context, l *sharedlog.Log, job string, shards int) error {
+	colors := []string{barrier(job)}
+	for shard := range shards {
+		colors = append(colors, shardColor(job, shard))
+	}
+	for _, c := range colors {
+		tail, err := l.CheckTail(ctx, c)
+		if errors.Is(err, sharedlog.ErrNoColor) {
+			continue // a mapper that never ran
+		}
+		if err != nil {
+			return err
+		}
+		if err := l.Trim(ctx, c, tail); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -3,10 +3,12 @@ package mapreduce_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
@@ -75,10 +77,8 @@ func TestWordCountBehindBarrier(t *testing.T) {
 	}
 	want := map[string]int{}
 	for _, s := range shards {
-		for _, w := range strings.Fields(strings.ToLower(s)) {
-			if w = strings.Trim(w, ".,;:!?\"'()"); w != "" {
-				want[w]++
-			}
+		for _, w := range wordsOf(s) {
+			want[w]++
 		}
 	}
 	if len(got) != len(want) {
@@ -92,4 +92,39 @@ func TestWordCountBehindBarrier(t *testing.T) {
 	if tail, err := l.CheckTail(ctx, "job1.barrier"); err != nil || tail != uint64(len(shards)) {
 		t.Fatalf("the barrier holds %d final records (%v), want one per shard", tail, err)
 	}
+
+	// Forgetting the job trims its colors; the host's garbage collection round deletes every
+	// record: one per distinct word of each shard and one final record per shard.
+	if err := mapreduce.Forget(ctx, l, "job1", len(shards)); err != nil {
+		t.Fatal(err)
+	}
+	records := len(shards)
+	for _, s := range shards {
+		distinct := map[string]bool{}
+		for _, w := range wordsOf(s) {
+			distinct[w] = true
+		}
+		records += len(distinct)
+	}
+	h.CollectLogs(logTable)
+	roundCtx, stop := context.WithCancel(ctx)
+	var logs sharedlog.CollectReport
+	h.RunCollectors(roundCtx, 0, time.Millisecond, func(r local.CollectorReport) { logs = r.Logs; stop() })
+	if logs.Tenants != 1 || logs.RecordsDeleted != records {
+		t.Fatalf("the collection round: %+v, want 1 tenant and %d records deleted", logs, records)
+	}
+	if _, err := l.Read(ctx, "job1.barrier", 1); !errors.Is(err, sharedlog.ErrTrimmed) {
+		t.Fatalf("a record of the forgotten job: %v", err)
+	}
+}
+
+// wordsOf is the test's own split of a text into words, to check the mappers' against.
+func wordsOf(text string) []string {
+	var words []string
+	for _, w := range strings.Fields(strings.ToLower(text)) {
+		if w = strings.Trim(w, ".,;:!?\"'()"); w != "" {
+			words = append(words, w)
+		}
+	}
+	return words
 }

@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -33,6 +36,8 @@ type Host struct {
 	queue      []spawn
 	// queues route SSFs' asynchronous starts through message queues (see UseQueue).
 	queues map[string]*queue.Queue
+	// logTables hold shared logs the garbage collection rounds collect (CollectLogs).
+	logTables []*store.Table
 }
 
 type spawn struct {
@@ -176,6 +181,42 @@ func (h *Host) Close() {
 type CollectorReport struct {
 	IC map[string]ssf.ICReport
 	GC map[string]ssf.GCReport
+	// Logs is what the garbage collection round did to the shared logs in the SSFs' tables and
+	// in the tables given to CollectLogs, summed.
+	Logs sharedlog.CollectReport
+}
+
+// CollectLogs adds a table whose shared logs the garbage collection rounds collect, besides
+// the SSFs' own tables (which they always collect): a log the SSFs share lives in a table of
+// its own.
+func (h *Host) CollectLogs(tbl *store.Table) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logTables = append(h.logTables, tbl)
+}
+
+// collectLogs runs the shared logs' collector once on every table that may hold logs.
+func (h *Host) collectLogs(ctx context.Context) sharedlog.CollectReport {
+	h.mu.RLock()
+	tables := slices.Clone(h.logTables)
+	h.mu.RUnlock()
+	for _, rt := range h.Runtimes() {
+		tables = append(tables, rt.Config().Store)
+	}
+	var rep sharedlog.CollectReport
+	seen := map[*store.Table]bool{}
+	for _, tbl := range tables {
+		if seen[tbl] {
+			continue
+		}
+		seen[tbl] = true
+		r, err := sharedlog.CollectTable(ctx, tbl, sharedlog.Options{})
+		if err != nil && ctx.Err() == nil {
+			h.logger().Warn("shared log collection failed; the next pass retries", "table", tbl.Name(), "err", err)
+		}
+		rep.Add(r)
+	}
+	return rep
 }
 
 // RunCollectors runs every SSF's intent collector every icEvery and garbage collector every
@@ -214,6 +255,7 @@ func (h *Host) RunCollectors(ctx context.Context, icEvery, gcEvery time.Duration
 				}
 				rep.GC[rt.Name()] = r
 			}
+			rep.Logs = h.collectLogs(ctx)
 		}
 		if onRound != nil {
 			onRound(rep)

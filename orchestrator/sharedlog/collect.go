@@ -2,6 +2,7 @@ package sharedlog
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -10,9 +11,43 @@ import (
 
 // CollectReport says what a Collect pass did.
 type CollectReport struct {
+	Tenants        int `json:",omitempty"` // tenants collected (CollectTable)
 	RecordsDeleted int // trimmed records (and holes) deleted
 	Finished       int // multi-color appends a crashed writer left unfinished, finished
 	AppendsDeleted int // rows of finished multi-color and exactly-once appends whose records are all trimmed
+}
+
+// Add adds o's counts to r's.
+func (r *CollectReport) Add(o CollectReport) {
+	r.Tenants += o.Tenants
+	r.RecordsDeleted += o.RecordsDeleted
+	r.Finished += o.Finished
+	r.AppendsDeleted += o.AppendsDeleted
+}
+
+// CollectTable runs Collect for every tenant with a log in tbl: what an SSF's garbage collector
+// does for the logs in the SSF's table, so that trimmed records go without the application
+// scheduling anything. opts are the logs' options (HoleTimeout decides when an unfinished
+// multi-color append is the collector's to finish).
+func CollectTable(ctx context.Context, tbl *store.Table, opts Options) (CollectReport, error) {
+	var rep CollectReport
+	tenants, err := tbl.Scan(ctx, tenantKey("").Partition, store.ScanOptions{Projection: []store.Path{store.Attr("since")}})
+	if err != nil {
+		return rep, fmt.Errorf("sharedlog: listing the table's tenants: %w", err)
+	}
+	for _, row := range tenants {
+		l, err := New(tbl, row.Key.Sort, opts)
+		if err != nil {
+			return rep, err
+		}
+		r, err := l.Collect(ctx)
+		rep.Add(r)
+		if err != nil {
+			return rep, fmt.Errorf("sharedlog: collecting tenant %s: %w", row.Key.Sort, err)
+		}
+		rep.Tenants++
+	}
+	return rep, nil
 }
 
 // Collect is the log's garbage collector, for the tenant: it deletes trimmed records, finishes

@@ -11,6 +11,8 @@
 //     append that wrote it), m (the multi-color append it belongs to), or hole=true. Buckets of
 //     1024 SNs spread a busy color over partitions (hot keys) and keep partitions small.
 //   - ("m|TENANT", ID): a multi-color or exactly-once append: its parts, the SNs they got, done.
+//   - ("t|", TENANT): the directory of the table's tenants, so a garbage collector that knows only
+//     the table collects every tenant's log (CollectTable).
 //
 // An append reserves SNs with one atomic add on the sequencer row, then writes each record with
 // create-if-absent. Appends of one process to one color share reservations (FlexLog's
@@ -159,6 +161,8 @@ func (l *Log) recordKey(color string, sn uint64) store.Key {
 	return store.Key{Partition: fmt.Sprintf("r|%s|%s|%d", l.tenant, color, sn>>bucketBits), Sort: fmt.Sprintf("%020d", sn)}
 }
 
+func tenantKey(tenant string) store.Key { return store.Key{Partition: "t|", Sort: tenant} }
+
 func (l *Log) multiKey(id string) store.Key { return store.Key{Partition: "m|" + l.tenant, Sort: id} }
 
 func (l *Log) fault(point string) error {
@@ -178,6 +182,10 @@ func (l *Log) AddColor(ctx context.Context, child, parent string) error {
 		if _, err := l.sequencerRow(ctx, parent); err != nil {
 			return fmt.Errorf("AddColor %s: parent: %w", child, err)
 		}
+	} else if _, err := l.tbl.Update(ctx, tenantKey(l.tenant), store.RowAbsent(), store.Update{store.SetAttr(store.Attr("since"), time.Now().UnixMilli())}); err != nil {
+		// A top-level color is where a tenant's log starts; listing the tenant first means no
+		// color is ever outside the directory.
+		return err
 	}
 	res, err := l.tbl.Update(ctx, l.colorKey(child), store.RowAbsent(), store.Update{
 		store.SetAttr(store.Attr("next"), int64(1)), store.SetAttr(store.Attr("trim"), int64(0)),

@@ -88,7 +88,7 @@ func New(ctx context.Context, platform Platform, cfg host.Config, handlers map[s
 	}
 	s.mux.HandleFunc("POST /queue", s.handleQueued)
 	s.mux.HandleFunc("POST /intent-collector", s.collector(func(ctx context.Context) (any, error) { return fn.Runtime.CollectIntents(ctx) }))
-	s.mux.HandleFunc("POST /garbage-collector", s.collector(func(ctx context.Context) (any, error) { return fn.Runtime.CollectGarbage(ctx) }))
+	s.mux.HandleFunc("POST /garbage-collector", s.collector(func(ctx context.Context) (any, error) { return fn.CollectGarbage(ctx) }))
 	return s, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/orchestrator/sharedlog/logtest"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -318,9 +319,11 @@ func testBank(t *testing.T, p platformFixture) {
 		t.Fatal(err)
 	}
 
-	// Timer ticks run the collectors.
+	// Timer ticks run the collectors; the garbage collector also collects the shared log the
+	// teller keeps in its table.
+	trimmed := logtest.LeaveTrimmed(t, servers[bank.Teller].Runtime().Config().Store)
 	var ic ssf.ICReport
-	var gc ssf.GCReport
+	var gc host.GarbageReport
 	for route, report := range map[string]any{"/intent-collector": &ic, "/garbage-collector": &gc} {
 		resp, err := http.Post(listeners[bank.Teller].URL+route, "application/json", bytes.NewReader(p.timer))
 		if err != nil {
@@ -334,8 +337,8 @@ func testBank(t *testing.T, p platformFixture) {
 			t.Fatalf("%s: %d %s %v", route, resp.StatusCode, body.Bytes(), err)
 		}
 	}
-	if ic.Pending != 0 || gc.Stamped == 0 {
-		t.Fatalf("collectors: %+v %+v, want nothing pending and the finished instances stamped", ic, gc)
+	if ic.Pending != 0 || gc.Stamped == 0 || gc.Logs.RecordsDeleted != trimmed {
+		t.Fatalf("collectors: %+v %+v, want nothing pending, the finished instances stamped and %d log records deleted", ic, gc, trimmed)
 	}
 }
 

@@ -104,7 +104,7 @@ func (h *Host) Handle(ctx context.Context, event json.RawMessage) (any, error) {
 	case RoleIntentCollector:
 		return h.fn.Runtime.CollectIntents(ctx)
 	case RoleGarbageCollector:
-		return h.fn.Runtime.CollectGarbage(ctx)
+		return h.fn.CollectGarbage(ctx)
 	}
 	var sqsEvent events.SQSEvent
 	if err := json.Unmarshal(event, &sqsEvent); err == nil && len(sqsEvent.Records) > 0 && sqsEvent.Records[0].EventSource == "aws:sqs" {

@@ -19,6 +19,7 @@ import (
 	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/examples/bank"
+	"github.com/ssfkit/ssfkit/orchestrator/sharedlog/logtest"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -174,8 +175,9 @@ func TestBankOnLambdaHosts(t *testing.T) {
 	if r, err := ic.Handle(ctx, json.RawMessage(`{"collector":"intent-collector"}`)); err != nil || r.(ssf.ICReport).Pending != 0 {
 		t.Fatalf("intent collector: %+v %v", r, err)
 	}
-	if r, err := gc.Handle(ctx, json.RawMessage(`{"collector":"garbage-collector"}`)); err != nil || r.(ssf.GCReport).Stamped == 0 {
-		t.Fatalf("garbage collector: %+v %v, want the finished instances stamped", r, err)
+	trimmed := logtest.LeaveTrimmed(t, gc.Runtime().Config().Store)
+	if r, err := gc.Handle(ctx, json.RawMessage(`{"collector":"garbage-collector"}`)); err != nil || r.(host.GarbageReport).Stamped == 0 || r.(host.GarbageReport).Logs.RecordsDeleted != trimmed {
+		t.Fatalf("garbage collector: %+v %v, want the finished instances stamped and %d log records deleted", r, err, trimmed)
 	}
 }
 

@@ -277,6 +277,18 @@ func testTenants(t suite.T, a, b *sharedlog.Log) {
 	if colors := chk(t).strs(b.Colors(ctx)); len(colors) != 1 {
 		t.Fatalf("b sees colors %v", colors)
 	}
+	// The table's collector (what an SSF's garbage collector runs) finds both tenants and
+	// deletes what each trimmed, and only that.
+	chk(t).sn(a.Append(ctx, "secrets", []byte("a's second")))
+	chk(t).ok(a.Trim(ctx, "secrets", 1))
+	chk(t).ok(b.Trim(ctx, "secrets", 1))
+	rep := chk(t).report(sharedlog.CollectTable(ctx, a.Table(), sharedlog.Options{}))
+	if rep.Tenants != 2 || rep.RecordsDeleted != 2 {
+		t.Fatalf("CollectTable: %+v, want 2 tenants and 2 records deleted", rep)
+	}
+	if r := chk(t).rec(a.Read(ctx, "secrets", 2)); string(r.Data) != "a's second" {
+		t.Fatalf("a's untrimmed record became %q", r.Data)
+	}
 	if _, err := sharedlog.New(nil, "a|b", sharedlog.Options{}); !errors.Is(err, sharedlog.ErrInvalid) {
 		t.Fatalf("a tenant name with a separator: %v", err)
 	}
@@ -400,4 +412,19 @@ func partVisible(t suite.T, l *sharedlog.Log, p sharedlog.Part) bool {
 		t.Fatal(err)
 	}
 	return found && bytes.Equal(r.Data, p.Data)
+}
+
+// LeaveTrimmed leaves a log in tbl whose trimmed records a collector has yet to delete, for
+// tests of the hosts that collect the logs in an SSF's table; it returns how many there are.
+func LeaveTrimmed(t suite.T, tbl *store.Table) int {
+	t.Helper()
+	ctx := context.Background()
+	l, err := sharedlog.New(tbl, "hosted", sharedlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk(t).ok(l.AddColor(ctx, "events", ""))
+	chk(t).sn(l.Append(ctx, "events", []byte("a"), []byte("b"), []byte("c")))
+	chk(t).ok(l.Trim(ctx, "events", 2))
+	return 2
 }
