@@ -45,7 +45,8 @@ var commonVariables = map[string]struct {
 
 // cloudVariables are the variables only one cloud's ssf module has.
 var cloudVariables = map[string][]string{
-	"aws": {"architecture", "log_retention_days"},
+	"aws":   {"architecture", "log_retention_days"},
+	"azure": {"storage_replication"},
 }
 
 var commonOutputs = []string{"name", "store_url", "queue_url", "dead_letter_queue_url", "function_name", "function_id",

@@ -102,7 +102,7 @@ resource "azurerm_storage_account" "this" {
   location                          = var.environment.location
   account_kind                      = "StorageV2"
   account_tier                      = "Standard"
-  account_replication_type          = "ZRS" # the state survives a zone's loss
+  account_replication_type          = var.storage_replication
   https_traffic_only_enabled        = true
   min_tls_version                   = "TLS1_2"
   allow_nested_items_to_be_public   = false

@@ -165,6 +165,17 @@ variable "point_in_time_recovery" {
   default     = true
 }
 
+variable "storage_replication" {
+  description = "The storage account's redundancy: ZRS (the default: the state survives a zone's loss), GZRS or RAGZRS (and a region's loss), or LRS, GRS or RAGRS for regions without availability zones."
+  type        = string
+  default     = "ZRS"
+
+  validation {
+    condition     = contains(["LRS", "ZRS", "GRS", "RAGRS", "GZRS", "RAGZRS"], var.storage_replication)
+    error_message = "storage_replication must be one of LRS, ZRS, GRS, RAGRS, GZRS or RAGZRS."
+  }
+}
+
 variable "deletion_protection" {
   description = "Refuse to destroy the SSF's state: a CanNotDelete lock on its storage account (which also covers its table, queues and containers), and a guard that fails `terraform destroy` until this is set to false and applied. Turn off only for throwaway environments."
   type        = bool

@@ -106,6 +106,16 @@ run "rejects_names_the_runtime_refuses" {
   expect_failures = [var.name]
 }
 
+run "rejects_unknown_storage_replication" {
+  command = plan
+
+  variables {
+    storage_replication = "PREMIUM"
+  }
+
+  expect_failures = [var.storage_replication]
+}
+
 run "rejects_ssfs_the_environment_does_not_know" {
   command = plan
 
