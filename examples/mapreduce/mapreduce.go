@@ -1,7 +1,7 @@
 // Package mapreduce is a word count in two stages joined by a barrier on the shared log
 // (FlexLog §4's "final record" pattern): each mapper SSF appends its partial counts to a color of
-// its own and then a final record to the job's barrier color; the reducer SSF waits on the
-// barrier until every mapper's final record is there, then reads the mappers' colors. The
+// its own and then arrives at the job's barrier (ArriveStep, its final record); the reducer SSF
+// awaits the barrier until every mapper has arrived (Await), then reads the mappers' colors. The
 // barrier gives the causal order the stages need across colors, which the log does not order
 // among themselves; the appends are exactly-once steps, so crashed and re-run mappers count once.
 package mapreduce
@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
@@ -58,11 +59,9 @@ func mapper(l *sharedlog.Log) ssf.Handler {
 			return nil, fmt.Errorf("%w: a mapper takes {job, shard, text}", ssf.ErrBadInput)
 		}
 		ctx := env.Context()
-		// Colors are created idempotently: every execution may add them.
-		for _, c := range []string{barrier(in.Job), shardColor(in.Job, in.Shard)} {
-			if err := l.AddColor(ctx, c, ""); err != nil {
-				return nil, err
-			}
+		// The color is created idempotently: every execution may add it.
+		if err := l.AddColor(ctx, shardColor(in.Job, in.Shard), ""); err != nil {
+			return nil, err
 		}
 		counts := map[string]int{}
 		for _, w := range strings.Fields(strings.ToLower(in.Text)) {
@@ -80,8 +79,7 @@ func mapper(l *sharedlog.Log) ssf.Handler {
 			}
 		}
 		// The final record: this shard is complete.
-		final, _ := json.Marshal(map[string]int{"shard": in.Shard, "words": len(records)})
-		if _, err := l.AppendStep(env, barrier(in.Job), final); err != nil {
+		if err := l.ArriveStep(env, barrier(in.Job), strconv.Itoa(in.Shard), nil); err != nil {
 			return nil, err
 		}
 		return len(records), nil
@@ -97,9 +95,6 @@ func sortedWords(m map[string]int) []string {
 	return words
 }
 
-// errBarrierReached stops the subscription once every shard's final record is in.
-var errBarrierReached = errors.New("barrier reached")
-
 func reducer(l *sharedlog.Log) ssf.Handler {
 	return func(env *ssf.Env, input json.RawMessage) (any, error) {
 		var in ReduceInput
@@ -107,27 +102,15 @@ func reducer(l *sharedlog.Log) ssf.Handler {
 			return nil, fmt.Errorf("%w: a reducer takes {job, shards}", ssf.ErrBadInput)
 		}
 		ctx := env.Context()
-		if err := l.AddColor(ctx, barrier(in.Job), ""); err != nil {
-			return nil, err
-		}
 		// Wait at the barrier: records are immutable, so every execution that gets past it
-		// reads the same records and computes the same result.
-		done := map[int]bool{}
-		err := l.Subscribe(ctx, barrier(in.Job), 1, func(r sharedlog.Record) error {
-			var f struct{ Shard int }
-			if err := json.Unmarshal(r.Data, &f); err != nil {
-				return err
-			}
-			if f.Shard < in.Shards {
-				done[f.Shard] = true
-			}
-			if len(done) == in.Shards {
-				return errBarrierReached
-			}
-			return nil
-		})
-		if !errors.Is(err, errBarrierReached) {
-			return nil, err // the lifetime ran out first: a later execution waits again
+		// reads the same records and computes the same result. If the lifetime runs out first,
+		// a later execution waits again.
+		shards := make([]string, in.Shards)
+		for i := range shards {
+			shards[i] = strconv.Itoa(i)
+		}
+		if _, err := l.Await(ctx, barrier(in.Job), shards...); err != nil {
+			return nil, err
 		}
 		totals := map[string]int{}
 		for shard := range in.Shards {

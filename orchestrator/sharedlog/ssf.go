@@ -38,3 +38,14 @@ func (l *Log) AppendStep(env *ssf.Env, color string, records ...[]byte) (uint64,
 	}
 	return sn, nil
 }
+
+// ArriveStep is Arrive from an SSF, as a step of the instance: a re-execution does not arrive
+// again (AppendStep).
+func (l *Log) ArriveStep(env *ssf.Env, barrier, participant string, note []byte) error {
+	rec, err := l.arrivalAt(env.Context(), barrier, participant, note)
+	if err != nil {
+		return err
+	}
+	_, err = l.AppendStep(env, barrier, rec)
+	return err
+}

@@ -1,5 +1,5 @@
 // Package logtest is the shared log's suite, run on every store: the API, holes from writers that
-// stop after reserving, tenant isolation, exactly-once appends, multi-color atomicity with a crash
+// stop after reserving, tenant isolation, barriers, exactly-once appends, multi-color atomicity with a crash
 // at every step, and linearizability of one color under concurrent appenders (some crashing),
 // readers and trimmers, checked by porcupine.
 package logtest
@@ -57,6 +57,7 @@ func Run(t suite.T, newTable testtables.Factory, o Options) {
 		tbl := newTable(t, "logtenants")
 		testTenants(t, open(t, tbl, "acme", nil), open(t, tbl, "globex", nil))
 	})
+	suite.Run(t, "Barrier", func(t suite.T) { testBarrier(t, open(t, newTable(t, "logbarrier"), "acme", nil)) })
 	suite.Run(t, "ExactlyOnce", func(t suite.T) { testExactlyOnce(t, open(t, newTable(t, "logonce"), "acme", nil)) })
 	suite.Run(t, "MultiColorCrashes", func(t suite.T) { testMultiColorCrashes(t, newTable(t, "logmulti"), open, o) })
 	suite.Run(t, "Linearizable", func(t suite.T) { testLinearizable(t, newTable(t, "loglin"), open, o) })
@@ -291,6 +292,62 @@ func testTenants(t suite.T, a, b *sharedlog.Log) {
 	}
 	if _, err := sharedlog.New(nil, "a|b", sharedlog.Options{}); !errors.Is(err, sharedlog.ErrInvalid) {
 		t.Fatalf("a tenant name with a separator: %v", err)
+	}
+}
+
+// A barrier orders colors causally: once Await returns, what every participant appended before
+// arriving is readable, whatever the order of awaiting and arriving.
+func testBarrier(t suite.T, l *sharedlog.Log) {
+	ctx := context.Background()
+	participants := []string{"m0", "m1", "m2"}
+	type awaited struct {
+		notes map[string][]byte
+		err   error
+	}
+	done := make(chan awaited, 1)
+	go func() {
+		notes, err := l.Await(ctx, "stage", participants...)
+		done <- awaited{notes, err}
+	}()
+	var wg sync.WaitGroup
+	for _, p := range participants {
+		wg.Go(func() {
+			if err := l.AddColor(ctx, p, ""); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := l.Append(ctx, p, []byte(p+"'s output")); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := l.Arrive(ctx, "stage", p, []byte(p+" done")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	chk(t).ok(l.Arrive(ctx, "stage", "m1", []byte("m1 again"))) // a re-run participant
+	a := <-done
+	chk(t).ok(a.err)
+	for _, p := range participants {
+		if string(a.notes[p]) != p+" done" {
+			t.Fatalf("%s's note: %q", p, a.notes[p])
+		}
+		if r, found, err := l.ReadNext(ctx, p, 1); err != nil || !found || string(r.Data) != p+"'s output" {
+			t.Fatalf("after the barrier, %s's color gives %q, %v, %v", p, r.Data, found, err)
+		}
+	}
+	// Awaiting one who never arrives ends with the context, saying who is missing.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := l.Await(short, "stage", "m0", "m1", "m2", "m3"); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "3 of 4") {
+		t.Fatalf("Await with a participant missing: %v", err)
+	}
+	if err := l.Arrive(ctx, "stage", "", nil); !errors.Is(err, sharedlog.ErrInvalid) {
+		t.Fatalf("an arrival without a participant: %v", err)
+	}
+	if _, err := l.Await(ctx, "stage"); !errors.Is(err, sharedlog.ErrInvalid) {
+		t.Fatalf("Await of no one: %v", err)
 	}
 }
 
