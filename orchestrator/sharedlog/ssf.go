@@ -6,9 +6,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
+
+// Token is an AppendOnce token for the append that parts name (an SSF instance's step, a
+// workflow's activity), however long they are: kind, then a digest of the parts.
+func Token(kind string, parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return kind + "-" + hex.EncodeToString(sum[:20])
+}
 
 // AppendStep appends records to color from an SSF, exactly once: the append is a step of the
 // instance, so a re-execution (after a crash, a timeout, the intent collector's relaunch) gets
@@ -20,8 +29,7 @@ func (l *Log) AppendStep(env *ssf.Env, color string, records ...[]byte) (uint64,
 	if err != nil {
 		return 0, err
 	}
-	id := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", env.SSF(), env.InstanceID(), step))
-	token := "ssf-" + hex.EncodeToString(id[:20])
+	token := Token("ssf", env.SSF(), env.InstanceID(), strconv.Itoa(step))
 	out, err := env.External(func(ctx context.Context) (json.RawMessage, error) {
 		sn, err := l.AppendOnce(ctx, token, color, records...)
 		if err != nil {
