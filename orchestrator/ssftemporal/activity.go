@@ -1,6 +1,6 @@
 // Package ssftemporal runs SSFs as Temporal activities with exactly-once effects, and gives
 // workflows helpers to call them, to coordinate cross-SSF transactions (the workflow is the
-// durable two-phase-commit coordinator) and to run sagas.
+// durable two-phase-commit coordinator), to run sagas and to use the shared log.
 //
 // Temporal replays workflow code deterministically but runs activities at least once: a worker
 // that dies after an activity's side effect and before reporting it makes Temporal run it again.
