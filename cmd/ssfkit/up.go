@@ -86,11 +86,15 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	o.IgnorePolicies = *ignore
 	res, err := deploy.Up(ctx, o)
-	if err != nil {
+	if res == nil || res.Config == nil {
 		return err
 	}
-	if err := res.Config.Write(*f.config); err != nil {
-		return fmt.Errorf("up: writing the config: %w", err)
+	// The environment exists even when a step after apply failed: its config is written.
+	if werr := res.Config.Write(*f.config); werr != nil {
+		return errors.Join(err, fmt.Errorf("up: writing the config: %w", werr))
+	}
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "up: environment %s on %s: %d SSFs (%s); config written to %s\n", res.Config.Environment, o.Cloud,
 		len(res.Config.SSFs), strings.Join(slices.Sorted(maps.Keys(res.Config.SSFs)), ", "), *f.config)

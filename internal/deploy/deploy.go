@@ -6,11 +6,13 @@ package deploy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,8 +21,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/azurearm"
 	"github.com/ssfkit/ssfkit/policies"
 )
 
@@ -46,6 +51,8 @@ type SSF struct {
 	LifetimeSeconds      int    `json:"lifetime_seconds,omitempty"`
 	GCBoundSeconds       int    `json:"gc_bound_seconds,omitempty"`
 	RelaunchDelaySeconds int    `json:"relaunch_delay_seconds,omitempty"`
+	// FunctionID is the SSF's function (Lambda ARN, Azure function app ID, Cloud Run service).
+	FunctionID string `json:"function_id,omitempty"`
 }
 
 // Validate checks what the runtime will open: every SSF has a name, and store and queue URLs
@@ -120,6 +127,9 @@ type Options struct {
 	// IgnorePolicies applies a plan the policies deny (they are reported anyway).
 	IgnorePolicies bool
 	Progress       io.Writer
+	// Azure reaches Resource Manager to sync the function apps' triggers after an Azure apply
+	// (nil: DefaultAzureCredential, public cloud).
+	Azure *azurearm.Client
 }
 
 // Result is what Up did.
@@ -135,6 +145,9 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	steps := 5
+	if o.Cloud == "azure" {
+		steps++
+	}
 	if err := o.step(ctx, 1, steps, "init", "init", "-input=false", "-no-color"); err != nil {
 		return nil, err
 	}
@@ -170,7 +183,72 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return &Result{Verdict: verdict}, err
 	}
-	return &Result{Config: cfg, Verdict: verdict}, nil
+	res := &Result{Config: cfg, Verdict: verdict}
+	if o.Cloud == "azure" {
+		fmt.Fprintf(o.Progress, "up: [6/%d] syncing the function apps' triggers\n", steps)
+		return res, o.syncTriggers(ctx, cfg)
+	}
+	return res, nil
+}
+
+// syncAPIVersion is the Microsoft.Web API version of syncfunctiontriggers.
+const syncAPIVersion = "2024-04-01"
+
+// syncRetryWait is the wait before the first retry of a refused sync (it doubles).
+var syncRetryWait = 2 * time.Second
+
+// syncTriggers tells Azure about each function app's queue and timer triggers: the module puts
+// the package in the app's deployment container with a blob upload, which (unlike a publish)
+// does not, so the collectors' timers would wait for the app's first HTTP request. Azure refuses
+// a sync now and then while the app starts, so each is tried three times.
+func (o *Options) syncTriggers(ctx context.Context, cfg *Config) error {
+	arm := o.Azure
+	if arm == nil {
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return fmt.Errorf("up: an Azure credential to sync the function apps' triggers: %w", err)
+		}
+		arm = &azurearm.Client{Credential: cred}
+	}
+	endpoint := cmp.Or(strings.TrimSuffix(arm.Endpoint, "/"), azurearm.DefaultEndpoint)
+	var unsynced []string
+	for _, name := range slices.Sorted(maps.Keys(cfg.SSFs)) {
+		id := cfg.SSFs[name].FunctionID
+		if id == "" {
+			return fmt.Errorf("up: SSF %s: the ssfkit_config output has no function_id to sync the triggers of (modules/azure/ssf gives it)", name)
+		}
+		err := o.retry(ctx, name, func() error {
+			_, err := arm.Post(ctx, id, "syncfunctiontriggers", syncAPIVersion)
+			return err
+		})
+		if err != nil {
+			unsynced = append(unsynced, fmt.Sprintf("%s: %v\n  retry: az rest --method post --url '%s%s/syncfunctiontriggers?api-version=%s'", name, err, endpoint, id, syncAPIVersion))
+			continue
+		}
+		fmt.Fprintf(o.Progress, "up:   %s: triggers synced\n", name)
+	}
+	if len(unsynced) > 0 {
+		return fmt.Errorf("up: the environment is up, but the triggers of %d function apps are not synced, so their collectors and queue wait for a first HTTP request:\n%s", len(unsynced), strings.Join(unsynced, "\n"))
+	}
+	return nil
+}
+
+// retry calls fn up to three times, waiting syncRetryWait and then twice that between calls.
+func (o *Options) retry(ctx context.Context, what string, fn func() error) error {
+	wait := syncRetryWait
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || attempt == 3 {
+			return err
+		}
+		fmt.Fprintf(o.Progress, "up:   %s: %v; retrying in %s\n", what, err, wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait *= 2
+	}
 }
 
 // Down destroys what Up created in o.Dir.

@@ -107,6 +107,11 @@ func TestAWS(t *testing.T) {
 		if cfg.Cloud != "aws" || cfg.Environment != "bank" || len(cfg.SSFs) != 3 {
 			t.Fatalf("the config from ssfkit_config: %+v", cfg)
 		}
+		for name, s := range cfg.SSFs {
+			if !strings.HasPrefix(s.FunctionID, "arn:aws:lambda:") || !strings.HasSuffix(s.FunctionID, ":function:bank-"+name) {
+				t.Fatalf("SSF %s's function_id is %q, want its Lambda function's ARN", name, s.FunctionID)
+			}
+		}
 		runBankOn(t, moto, cfg.SSFs)
 	})
 }

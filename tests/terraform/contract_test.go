@@ -53,7 +53,7 @@ var commonOutputs = []string{"name", "store_url", "queue_url", "dead_letter_queu
 	"collector_function_names", "identity", "table_id", "queue_id", "ssfkit_config"}
 
 // ssfkitConfigKeys are the keys of the ssfkit_config output, which `ssfkit up` reads.
-var ssfkitConfigKeys = []string{"dead_letter_queue", "gc_bound_seconds", "lifetime_seconds", "name", "queue", "relaunch_delay_seconds", "store"}
+var ssfkitConfigKeys = []string{"dead_letter_queue", "function_id", "gc_bound_seconds", "lifetime_seconds", "name", "queue", "relaunch_delay_seconds", "store"}
 
 // TestModuleContract checks that every cloud's ssf module exposes the same variables, with the
 // same types and defaults, and the same outputs, so that moving an application between clouds

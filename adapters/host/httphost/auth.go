@@ -4,17 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"golang.org/x/oauth2"
 	"google.golang.org/api/idtoken"
+
+	"github.com/ssfkit/ssfkit/internal/azurearm"
 )
 
 // An Authorizer authenticates a call to a peer's function. refresh asks it to drop what it
@@ -54,7 +54,7 @@ type AzureFunctionKeys struct {
 	// Sites is the ARM ID prefix of the environment's function apps:
 	// /subscriptions/S/resourceGroups/RG/providers/Microsoft.Web/sites.
 	Sites string
-	// Management is the Resource Manager endpoint (default https://management.azure.com).
+	// Management is the Resource Manager endpoint (default azurearm.DefaultEndpoint).
 	Management string
 	Client     *http.Client
 
@@ -92,32 +92,10 @@ func (a *AzureFunctionKeys) listKey(ctx context.Context, base string) (string, e
 		return "", fmt.Errorf("peer URL %q names no function app", base)
 	}
 	app, _, _ := strings.Cut(u.Hostname(), ".")
-	management := a.Management
-	if management == "" {
-		management = "https://management.azure.com"
-	}
-	tok, err := a.Credential.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{strings.TrimSuffix(management, "/") + "/.default"}})
+	arm := azurearm.Client{Credential: a.Credential, Endpoint: a.Management, HTTP: a.Client}
+	body, err := arm.Post(ctx, a.Sites+"/"+app+"/host/default", "listkeys", listKeysAPIVersion)
 	if err != nil {
-		return "", fmt.Errorf("a Resource Manager token: %w", err)
-	}
-	endpoint := fmt.Sprintf("%s%s/%s/host/default/listkeys?api-version=%s", strings.TrimSuffix(management, "/"), a.Sites, app, listKeysAPIVersion)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+tok.Token)
-	client := a.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("listing the keys of %s: %w", app, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("listing the keys of %s: %s (does %s grant this SSF's identity its peer invoker role?): %s", app, resp.Status, app, strings.TrimSpace(string(body)))
+		return "", fmt.Errorf("listing the keys of %s (does %s grant this SSF's identity its peer invoker role?): %w", app, app, err)
 	}
 	var keys struct {
 		FunctionKeys map[string]string `json:"functionKeys"`

@@ -61,5 +61,6 @@ output "ssfkit_config" {
     lifetime_seconds       = var.function_timeout_seconds - 1
     gc_bound_seconds       = var.gc_bound_seconds
     relaunch_delay_seconds = var.relaunch_delay_seconds
+    function_id            = aws_lambda_function.this["ssf"].arn
   }
 }

@@ -64,5 +64,8 @@ output "ssfkit_config" {
     lifetime_seconds       = var.function_timeout_seconds - 1
     gc_bound_seconds       = var.gc_bound_seconds
     relaunch_delay_seconds = var.relaunch_delay_seconds
+    function_id            = local.function_id
   }
+  # The app exists when the config is read (`ssfkit up` syncs its triggers).
+  depends_on = [azurerm_resource_group_template_deployment.app]
 }

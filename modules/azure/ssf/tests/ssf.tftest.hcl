@@ -316,6 +316,7 @@ run "applies" {
       lifetime_seconds       = 89
       gc_bound_seconds       = 600
       relaunch_delay_seconds = 120
+      function_id            = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ssfkit-tftest/providers/Microsoft.Web/sites/tftest-counter-585113"
     }
     error_message = "ssfkit_config is ${jsonencode(output.ssfkit_config)}"
   }

@@ -208,7 +208,8 @@ run "plans" {
   }
 
   assert {
-    condition = output.ssfkit_config == {
+    # function_id is the service's ID, known once it exists.
+    condition = { for k, v in output.ssfkit_config : k => v if k != "function_id" } == {
       name                   = "counter"
       store                  = "firestore://tftest-project/state?database=tftest-counter"
       queue                  = "pubsub://tftest-project/tftest-counter?subscription=tftest-counter"

@@ -196,6 +196,7 @@ run "applies_a_throwaway_bank" {
           lifetime_seconds           = 59
           gc_bound_seconds           = 300
           relaunch_delay_seconds     = 120
+          function_id                = module.ssf[n].function_id
         }
       }
     }
