@@ -38,6 +38,14 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--out", "x.tar"}, status: 2, stderrPart: "--cloud gcp needs --image"},
 		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--image", "Not A Ref", "--out", "x.tar"}, status: 1, stderrPart: `image reference "Not A Ref"`},
 		{args: []string{"build", "--cloud", "aws", "--app", "bank", "--arch", "mips", "--out", "x.zip"}, status: 1, stderrPart: `architecture "mips"`},
+		{args: []string{"log"}, status: 2, stderrPart: "give an action first"},
+		{args: []string{"log", "tail"}, status: 2, stderrPart: `unknown action "tail"`},
+		{args: []string{"help", "log"}, status: 0, stderrPart: "collect"},
+		{args: []string{"log", "read", "-tenant", "t", "-color", "c"}, status: 2, stderrPart: "-store is required"},
+		{args: []string{"log", "read", "-store", "mem://", "-tenant", "t"}, status: 2, stderrPart: "-color is required"},
+		{args: []string{"log", "trim", "-store", "mem://", "-tenant", "t", "-color", "c"}, status: 2, stderrPart: "-upto is required"},
+		{args: []string{"log", "colors", "-store", "mem://", "-tenant", "a|b"}, status: 2, stderrPart: `tenant "a|b"`},
+		{args: []string{"log", "colors", "-store", "nosuch://x", "-tenant", "t"}, status: 1, stderrPart: "nosuch"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), tc.args, &stdout, &stderr)

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
+)
+
+// ssfkit log lists, reads, trims and collects a log that an application wrote.
+func TestLogCommand(t *testing.T) {
+	ctx := context.Background()
+	url := "sqlite://" + filepath.Join(t.TempDir(), "app.db") + "?table=log"
+	tbl, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	l, err := sharedlog.New(tbl, "acme", sharedlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddColor(ctx, "orders", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, "orders", []byte("first"), []byte{0xff, 0x00}, []byte("third")); err != nil {
+		t.Fatal(err)
+	}
+	ssfkit := func(args ...string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, append(args, "-store", url), &stdout, &stderr)
+		return stdout.String(), err
+	}
+	if out, err := ssfkit("log", "colors", "-tenant", "acme"); err != nil || out != "orders\ttail 3\n" {
+		t.Fatalf("colors: %q, %v", out, err)
+	}
+	if out, err := ssfkit("log", "read", "-tenant", "acme", "-color", "orders", "-limit", "2"); err != nil || out != "1\tfirst\n2\tbase64:/wA=\n" {
+		t.Fatalf("read: %q, %v", out, err)
+	}
+	if out, err := ssfkit("log", "trim", "-tenant", "acme", "-color", "orders", "-upto", "2"); err != nil || !strings.Contains(out, "trimmed orders up to 2") {
+		t.Fatalf("trim: %q, %v", out, err)
+	}
+	if _, err := ssfkit("log", "read", "-tenant", "acme", "-color", "orders"); !errors.Is(err, sharedlog.ErrTrimmed) {
+		t.Fatalf("read from a trimmed SN: %v", err)
+	}
+	if out, err := ssfkit("log", "read", "-tenant", "acme", "-color", "orders", "-from", "3"); err != nil || out != "3\tthird\n" {
+		t.Fatalf("read after the trim: %q, %v", out, err)
+	}
+	if out, err := ssfkit("log", "collect"); err != nil || out != "collected 1 tenants: 2 records deleted, 0 unfinished appends finished, 0 append rows deleted\n" {
+		t.Fatalf("collect: %q, %v", out, err)
+	}
+	if out, err := ssfkit("log", "colors", "-tenant", "globex"); err != nil || !strings.Contains(out, "tenant globex has no color") {
+		t.Fatalf("another tenant's colors: %q, %v", out, err)
+	}
+}
