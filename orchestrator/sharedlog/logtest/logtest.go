@@ -337,8 +337,9 @@ func testBarrier(t suite.T, l *sharedlog.Log) {
 			t.Fatalf("after the barrier, %s's color gives %q, %v, %v", p, r.Data, found, err)
 		}
 	}
-	// Awaiting one who never arrives ends with the context, saying who is missing.
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	// Awaiting one who never arrives ends with the context, saying who is missing (the wait is
+	// long enough for a slow emulator to read the three arrivals first).
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := l.Await(short, "stage", "m0", "m1", "m2", "m3"); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "3 of 4") {
 		t.Fatalf("Await with a participant missing: %v", err)
