@@ -29,6 +29,19 @@ deny contains msg if {
 	msg := sprintf("%s: point-in-time recovery must be on", [r.address])
 }
 
+# Bigtable has no point-in-time recovery; its automated backups are what restores a table (a
+# table created without the policy has none).
+deny contains msg if {
+	some r in lib.resources_of("google_bigtable_table")
+	not bigtable_backups_on(r.values)
+	msg := sprintf("%s: automated backups must be on (automated_backup_policy with a retention_period other than 0)", [r.address])
+}
+
+bigtable_backups_on(v) if {
+	some b in v.automated_backup_policy
+	not b.retention_period in {"0", "", null}
+}
+
 # Azure storage: encrypted at rest always; the rules keep data in transit encrypted too.
 deny contains msg if {
 	some r in lib.resources_of("azurerm_storage_account")

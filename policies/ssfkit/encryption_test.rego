@@ -23,6 +23,14 @@ test_firestore_pitr_passes if count(encryption.deny) == 0 with input as firestor
 
 test_firestore_without_pitr_denied if count(encryption.deny) == 1 with input as firestore("POINT_IN_TIME_RECOVERY_DISABLED")
 
+bigtable(after) := plans.plan([plans.create("google_bigtable_table.state", "google_bigtable_table", after)])
+
+test_bigtable_backed_up_passes if count(encryption.deny) == 0 with input as bigtable({"automated_backup_policy": [{"retention_period": "168h", "frequency": "24h"}]})
+
+test_bigtable_backups_off_denied if count(encryption.deny) == 1 with input as bigtable({"automated_backup_policy": [{"retention_period": "0", "frequency": "0"}]})
+
+test_bigtable_without_backup_policy_denied if count(encryption.deny) == 1 with input as bigtable({})
+
 storage_account(https, tls) := plans.plan([plans.create("azurerm_storage_account.this", "azurerm_storage_account", {"https_traffic_only_enabled": https, "min_tls_version": tls})])
 
 test_storage_account_https_tls12_passes if count(encryption.deny) == 0 with input as storage_account(true, "TLS1_2")

@@ -130,6 +130,17 @@ deny contains msg if {
 	msg := sprintf("%s: %s at the project reaches every SSF's queues or tables; grant it on the SSF's own topic, subscription or table", [r.address, r.values.role])
 }
 
+# Bigtable has table-level policies: an SSF's grant is on the table its own module made.
+deny contains msg if {
+	some t in {"google_bigtable_table_iam_member", "google_bigtable_table_iam_binding"}
+	some r in lib.resources_of(t)
+	some tbl in lib.resources_of("google_bigtable_table")
+	tbl.values.name == r.values.table
+	tbl.values.instance_name == r.values.instance_name
+	tbl.module != r.module
+	msg := sprintf("%s: %s on Bigtable table %s, which belongs to %s, not to this SSF (%s)", [r.address, r.values.role, tbl.values.name, tbl.module, r.module])
+}
+
 warn contains msg if {
 	some r in gcp_project_grants
 	startswith(r.values.role, "roles/datastore.")

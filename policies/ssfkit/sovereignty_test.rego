@@ -91,3 +91,16 @@ test_gcp_unknown_condition_warns if {
 	count(sovereignty.warn) == 1 with input as plans.plan([g])
 	count(sovereignty.deny) == 0 with input as plans.plan([g])
 }
+
+# GCP Bigtable: a table-level grant on the SSF's own table.
+gcp_bigtable_table(ssf, name) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("google_bigtable_table.state[0]", "google_bigtable_table", {"name": name, "instance_name": "bank-state"}))
+
+gcp_bigtable_grant(ssf, table) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("google_bigtable_table_iam_member.state[0]", "google_bigtable_table_iam_member", {"table": table, "instance_name": "bank-state", "role": "roles/bigtable.user", "member": "serviceAccount:x@p.iam.gserviceaccount.com"}))
+
+test_gcp_own_bigtable_table_passes if {
+	count(sovereignty.deny) == 0 with input as plans.plan([gcp_bigtable_table("accounts", "bank-accounts"), gcp_bigtable_grant("accounts", "bank-accounts")])
+}
+
+test_gcp_other_ssfs_bigtable_table_denied if {
+	count(sovereignty.deny) == 1 with input as plans.plan([gcp_bigtable_table("accounts", "bank-accounts"), gcp_bigtable_grant("teller", "bank-accounts")])
+}

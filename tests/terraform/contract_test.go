@@ -47,6 +47,7 @@ var commonVariables = map[string]struct {
 var cloudVariables = map[string][]string{
 	"aws":   {"architecture", "log_retention_days"},
 	"azure": {"storage_replication"},
+	"gcp":   {"state_store"},
 }
 
 var commonOutputs = []string{"name", "store_url", "queue_url", "dead_letter_queue_url", "function_name", "function_id",

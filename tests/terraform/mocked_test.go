@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,18 +42,41 @@ func terraformTestMocked(t *testing.T, tf *tftest.Terraform, modules, cloud stri
 	}
 }
 
-// TestGCP: the modules' terraform tests with a mocked provider, then a plan of the bank example
-// by the real provider, offline (a fake token; the project number given so no API is read),
+// TestGCP: the modules' terraform tests with a mocked provider, then plans of the bank example
+// (state on Firestore, and on Bigtable) by the real provider, offline (a fake token; the project number given so no API is read),
 // which the policies pass without a warning.
 func TestGCP(t *testing.T) {
 	tf, modules := tftest.New(t), tftest.CopyModules(t)
 	terraformTestMocked(t, tf, modules, "gcp")
 	ctx := context.Background()
 	dir := filepath.Join(modules, "gcp", "examples", "bank")
-	tf.Must(ctx, dir, "plan", "-no-color", "-out", "bank.plan", "-var", "project=ssfkit-bank", "-var", "project_number=123456789012",
-		"-var", "access_token=offline", "-var", "image=europe-west1-docker.pkg.dev/ssfkit-bank/ssfkit/bank@sha256:"+sha256Zero)
-	if v := evaluatePolicies(t, tf, dir, "bank.plan"); len(v.Deny) != 0 || len(v.Warn) != 0 {
-		t.Fatalf("policies on the bank's plan: %+v, want nothing", v)
+	for _, variant := range []struct{ store, state, notState string }{
+		{"firestore", "google_firestore_database", "google_bigtable_table"},
+		{"bigtable", "google_bigtable_table", "google_firestore_database"},
+	} {
+		plan := "bank-" + variant.store + ".plan"
+		args := []string{"plan", "-no-color", "-out", plan, "-var", "project=ssfkit-bank", "-var", "project_number=123456789012",
+			"-var", "access_token=offline", "-var", "image=europe-west1-docker.pkg.dev/ssfkit-bank/ssfkit/bank@sha256:" + sha256Zero}
+		if variant.store == "bigtable" {
+			args = append(args, "-var", "bigtable_zone=europe-west1-b")
+		}
+		tf.Must(ctx, dir, args...)
+		var changes struct {
+			ResourceChanges []struct{ Type string } `json:"resource_changes"`
+		}
+		if err := json.Unmarshal([]byte(tf.Must(ctx, dir, "show", "-json", plan)), &changes); err != nil {
+			t.Fatal(err)
+		}
+		types := map[string]int{}
+		for _, c := range changes.ResourceChanges {
+			types[c.Type]++
+		}
+		if types[variant.state] != 3 || types[variant.notState] != 0 {
+			t.Fatalf("the plan on %s makes %d %s (want one per SSF) and %d %s (want none)", variant.store, types[variant.state], variant.state, types[variant.notState], variant.notState)
+		}
+		if v := evaluatePolicies(t, tf, dir, plan); len(v.Deny) != 0 || len(v.Warn) != 0 {
+			t.Fatalf("policies on the bank's plan on %s: %+v, want nothing", variant.store, v)
+		}
 	}
 }
 

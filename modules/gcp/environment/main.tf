@@ -53,10 +53,15 @@ locals {
   }
 
   # The Google service agents that encrypt with the key on the SSFs' behalf.
-  service_agents = {
+  service_agents = merge({
     firestore = "serviceAccount:service-${local.project_number}@gcp-sa-firestore.iam.gserviceaccount.com"
     pubsub    = "serviceAccount:service-${local.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
-  }
+    }, var.bigtable == null ? {} : {
+    bigtable = "serviceAccount:service-${local.project_number}@gcp-sa-bigtable.iam.gserviceaccount.com"
+  })
+
+  # Cluster IDs take 6 to 30 characters.
+  bigtable_cluster = "${substr("${var.name}-state", 0, 27)}-c1"
 }
 
 resource "google_service_account" "ssf" {
@@ -88,4 +93,38 @@ resource "google_kms_crypto_key_iam_member" "service_agents" {
   crypto_key_id = var.encryption_key
   role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
   member        = each.value
+}
+
+# The Bigtable instance of the SSFs whose state_store is bigtable (each gets its own table, app
+# profile and table-level grant in its SSF module). One cluster: with more, an app profile could
+# route to either, and Bigtable replicates between clusters only eventually.
+resource "google_bigtable_instance" "state" {
+  count               = var.bigtable == null ? 0 : 1
+  project             = var.project
+  name                = "${var.name}-state"
+  display_name        = "ssfkit ${var.name} state"
+  deletion_protection = var.deletion_protection
+  labels              = local.tags
+
+  cluster {
+    cluster_id   = local.bigtable_cluster
+    zone         = var.bigtable.zone
+    storage_type = var.bigtable.storage_type
+    kms_key_name = var.encryption_key
+
+    autoscaling_config {
+      min_nodes  = var.bigtable.min_nodes
+      max_nodes  = var.bigtable.max_nodes
+      cpu_target = var.bigtable.cpu_target
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = startswith(var.bigtable.zone, "${var.region}-")
+      error_message = "bigtable.zone ${var.bigtable.zone} is not in the environment's region ${var.region}."
+    }
+  }
+
+  depends_on = [google_kms_crypto_key_iam_member.service_agents]
 }

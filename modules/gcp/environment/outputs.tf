@@ -9,10 +9,14 @@ output "context" {
     tags           = local.tags
     identities     = local.identities
     services       = local.services
+    bigtable = var.bigtable == null ? null : {
+      instance = google_bigtable_instance.state[0].name
+      cluster  = local.bigtable_cluster
+    }
   }
 
-  # The SSFs' resources use the service accounts and the key: they wait for them.
-  depends_on = [google_service_account.ssf, google_kms_crypto_key_iam_member.service_agents]
+  # The SSFs' resources use the service accounts, the key and the instance: they wait for them.
+  depends_on = [google_service_account.ssf, google_kms_crypto_key_iam_member.service_agents, google_bigtable_instance.state]
 }
 
 output "name" {

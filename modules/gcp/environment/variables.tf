@@ -86,3 +86,36 @@ variable "tags" {
     error_message = "tags must be at most 60 labels (Google allows 64; ssfkit adds its own)."
   }
 }
+
+variable "bigtable" {
+  description = "A Bigtable instance for the SSFs whose `state_store` is bigtable: one cluster in `zone` (single-cluster routing, which ssfkit's conditional writes need), autoscaled between `min_nodes` and `max_nodes` at `cpu_target` percent CPU, on `storage_type` SSD or HDD. Null (the default): no instance, every SSF on Firestore."
+  type = object({
+    zone         = string
+    min_nodes    = optional(number, 1)
+    max_nodes    = optional(number, 3)
+    cpu_target   = optional(number, 60)
+    storage_type = optional(string, "SSD")
+  })
+  default = null
+
+  validation {
+    condition     = var.bigtable == null ? true : can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", var.bigtable.zone))
+    error_message = "bigtable.zone must be a zone such as europe-west1-b, in the environment's region."
+  }
+
+  validation {
+    condition     = var.bigtable == null ? true : var.bigtable.min_nodes >= 1 && var.bigtable.max_nodes >= var.bigtable.min_nodes && var.bigtable.cpu_target >= 10 && var.bigtable.cpu_target <= 80
+    error_message = "bigtable needs 1 <= min_nodes <= max_nodes, and cpu_target between 10 and 80 percent."
+  }
+
+  validation {
+    condition     = var.bigtable == null ? true : contains(["SSD", "HDD"], var.bigtable.storage_type)
+    error_message = "bigtable.storage_type must be SSD or HDD."
+  }
+}
+
+variable "deletion_protection" {
+  description = "Refuse to destroy the Bigtable instance (when `bigtable` is set), which holds the state of the SSFs on it. Turn off only for throwaway environments."
+  type        = bool
+  default     = true
+}

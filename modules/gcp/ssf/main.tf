@@ -1,6 +1,6 @@
-# One stateful serverless function on Google Cloud: its Firestore database (single-table design:
-# the runtime keeps the linked DAALs, shadows, intents, read and invoke logs in one table keyed
-# by partition and sort key, see docs/protocol.md), its Pub/Sub topic with a dead-letter topic,
+# One stateful serverless function on Google Cloud: its Firestore database or Bigtable table
+# (single-table design: the runtime keeps the linked DAALs, shadows, intents, read and invoke
+# logs in one table keyed by partition and sort key, see docs/protocol.md), its Pub/Sub topic with a dead-letter topic,
 # the Cloud Run service that serves the SSF and both collectors, the collectors' schedules, and
 # the bindings that let its identity (the environment's service account for it) reach these and
 # nothing of another SSF.
@@ -22,13 +22,21 @@ locals {
 
   labels = merge(local.env.tags, var.tags, { "ssfkit-ssf" = lower(var.name) })
 
-  pubsub_agent    = "serviceAccount:service-${local.env.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
-  firestore_agent = "serviceAccount:service-${local.env.project_number}@gcp-sa-firestore.iam.gserviceaccount.com"
+  pubsub_agent = "serviceAccount:service-${local.env.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  # The service agent that encrypts the state with the key.
+  state_agent = "serviceAccount:service-${local.env.project_number}@gcp-sa-${var.state_store}.iam.gserviceaccount.com"
+
+  on_bigtable = var.state_store == "bigtable"
+  # The driver need not read the app profile to check its routing (check_routing=false, which
+  # would need an instance-level grant): this module makes it single-cluster, and the
+  # consistency policy checks plans for it.
+  store_url = (local.on_bigtable ?
+    "bigtable://${local.project}/${local.env.bigtable.instance}/${google_bigtable_table.state[0].name}?app_profile=${google_bigtable_app_profile.state[0].app_profile_id}&check_routing=false" :
+  "firestore://${local.project}/state?database=${google_firestore_database.this[0].name}")
 
   # The push subscription is made after the service it pushes to, so the service's settings name
   # it rather than refer to it.
   subscription          = local.prefix
-  store_url             = "firestore://${local.project}/state?database=${google_firestore_database.this.name}"
   queue_url             = "pubsub://${local.project}/${google_pubsub_topic.this.name}?subscription=${local.subscription}"
   dead_letter_queue_url = "pubsub://${local.project}/${google_pubsub_topic.dead_letter.name}?subscription=${google_pubsub_subscription.dead_letter.name}"
 
@@ -61,6 +69,7 @@ locals {
 # --- State -------------------------------------------------------------------------------------
 
 resource "google_firestore_database" "this" {
+  count                             = local.on_bigtable ? 0 : 1
   project                           = local.project
   name                              = local.prefix
   location_id                       = local.region
@@ -81,6 +90,45 @@ resource "google_firestore_database" "this" {
   }
 
   depends_on = [google_kms_crypto_key_iam_member.own_key]
+}
+
+moved {
+  from = google_firestore_database.this
+  to   = google_firestore_database.this[0]
+}
+
+# On Bigtable: the SSF's own table in the environment's instance (column family "d", which the
+# driver writes), its own app profile routed to the instance's one cluster with single-row
+# transactions (the driver's conditional writes), and daily backups kept a week.
+resource "google_bigtable_table" "state" {
+  count               = local.on_bigtable ? 1 : 0
+  project             = local.project
+  instance_name       = local.env.bigtable.instance
+  name                = local.prefix
+  deletion_protection = var.deletion_protection ? "PROTECTED" : "UNPROTECTED"
+
+  column_family {
+    family = "d"
+  }
+
+  automated_backup_policy {
+    retention_period = var.point_in_time_recovery ? "168h" : "0"
+    frequency        = var.point_in_time_recovery ? "24h" : "0"
+  }
+}
+
+resource "google_bigtable_app_profile" "state" {
+  count           = local.on_bigtable ? 1 : 0
+  project         = local.project
+  instance        = local.env.bigtable.instance
+  app_profile_id  = local.prefix
+  description     = "SSF ${var.name} of ssfkit environment ${local.env.name}: single-cluster routing, single-row transactions."
+  ignore_warnings = true
+
+  single_cluster_routing {
+    cluster_id                 = local.env.bigtable.cluster
+    allow_transactional_writes = true
+  }
 }
 
 # --- Queue -------------------------------------------------------------------------------------
@@ -249,6 +297,7 @@ resource "google_cloud_scheduler_job" "collector" {
 # has no database-level policies) with a condition naming this database. The database name or
 # a path under it, not a prefix: bank-teller must not reach bank-teller2.
 resource "google_project_iam_member" "state" {
+  count   = local.on_bigtable ? 0 : 1
   project = local.project
   role    = "roles/datastore.user"
   member  = local.identity.member
@@ -256,8 +305,23 @@ resource "google_project_iam_member" "state" {
   condition {
     title       = "ssfkit ${local.prefix}: own database"
     description = "SSF ${var.name} of ssfkit environment ${local.env.name} reaches its own Firestore database only."
-    expression  = "resource.name == \"projects/${local.project}/databases/${google_firestore_database.this.name}\" || resource.name.startsWith(\"projects/${local.project}/databases/${google_firestore_database.this.name}/\")"
+    expression  = "resource.name == \"projects/${local.project}/databases/${google_firestore_database.this[0].name}\" || resource.name.startsWith(\"projects/${local.project}/databases/${google_firestore_database.this[0].name}/\")"
   }
+}
+
+moved {
+  from = google_project_iam_member.state
+  to   = google_project_iam_member.state[0]
+}
+
+# On Bigtable, its own table: Bigtable has table-level policies.
+resource "google_bigtable_table_iam_member" "state" {
+  count         = local.on_bigtable ? 1 : 0
+  project       = local.project
+  instance_name = local.env.bigtable.instance
+  table         = google_bigtable_table.state[0].name
+  role          = "roles/bigtable.user"
+  member        = local.identity.member
 }
 
 # Its own queue: publish (spawns, relaunches) and consume.
@@ -311,7 +375,7 @@ resource "google_service_account_iam_member" "push_token" {
 # A key of the SSF's own: the Firestore and Pub/Sub service agents encrypt with it. (The
 # environment's key is granted by the environment.)
 resource "google_kms_crypto_key_iam_member" "own_key" {
-  for_each      = local.own_key ? { firestore = local.firestore_agent, pubsub = local.pubsub_agent } : {}
+  for_each      = local.own_key ? { (var.state_store) = local.state_agent, pubsub = local.pubsub_agent } : {}
   crypto_key_id = var.encryption_key
   role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
   member        = each.value

@@ -42,8 +42,8 @@ output "identity" {
 }
 
 output "table_id" {
-  description = "The SSF's Firestore database (projects/P/databases/DB)."
-  value       = google_firestore_database.this.id
+  description = "The SSF's Firestore database (projects/P/databases/DB) or Bigtable table (projects/P/instances/I/tables/T)."
+  value       = local.on_bigtable ? google_bigtable_table.state[0].id : google_firestore_database.this[0].id
 }
 
 output "queue_id" {

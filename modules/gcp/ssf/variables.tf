@@ -31,6 +31,10 @@ variable "environment" {
       name = string
       url  = string
     }))
+    bigtable = optional(object({
+      instance = string
+      cluster  = string
+    }))
   })
 
   validation {
@@ -167,6 +171,22 @@ variable "point_in_time_recovery" {
   description = "Point-in-time recovery of the SSF's database (reads of any version of the last 7 days)."
   type        = bool
   default     = true
+}
+
+variable "state_store" {
+  description = "Where the SSF's state lives: firestore (the default: a Firestore database of its own) or bigtable (a table and a single-cluster app profile of its own in the environment's Bigtable instance, for high write rates)."
+  type        = string
+  default     = "firestore"
+
+  validation {
+    condition     = contains(["firestore", "bigtable"], var.state_store)
+    error_message = "state_store must be firestore or bigtable."
+  }
+
+  validation {
+    condition     = var.state_store == "bigtable" ? try(var.environment.bigtable.instance, null) != null : true
+    error_message = "state_store = bigtable needs the environment's Bigtable instance: set the environment module's bigtable variable."
+  }
 }
 
 variable "deletion_protection" {

@@ -181,3 +181,55 @@ run "grants_its_key_to_the_service_agents" {
     error_message = "the context must pass the key to the SSFs"
   }
 }
+
+run "rejects_a_bigtable_zone_outside_the_region" {
+  command = plan
+
+  variables {
+    project_number = "123456789012"
+    bigtable       = { zone = "us-central1-a" }
+  }
+
+  expect_failures = [google_bigtable_instance.state]
+}
+
+run "rejects_bigtable_nodes_out_of_order" {
+  command = plan
+
+  variables {
+    project_number = "123456789012"
+    bigtable       = { zone = "europe-west1-b", min_nodes = 3, max_nodes = 2 }
+  }
+
+  expect_failures = [var.bigtable]
+}
+
+# A Bigtable instance with one autoscaled cluster, encrypted with the key, whose service agent
+# may use it; the context names it for the SSF modules.
+run "makes_a_bigtable_instance" {
+  variables {
+    project_number = "123456789012"
+    encryption_key = "projects/tftest-project/locations/europe-west1/keyRings/ssfkit/cryptoKeys/tftest"
+    bigtable       = { zone = "europe-west1-b" }
+  }
+
+  assert {
+    condition = (google_bigtable_instance.state[0].name == "tftest-state" && google_bigtable_instance.state[0].deletion_protection &&
+      length(google_bigtable_instance.state[0].cluster) == 1 &&
+      google_bigtable_instance.state[0].cluster[0].cluster_id == "tftest-state-c1" &&
+      google_bigtable_instance.state[0].cluster[0].zone == "europe-west1-b" &&
+      google_bigtable_instance.state[0].cluster[0].kms_key_name == var.encryption_key &&
+    google_bigtable_instance.state[0].cluster[0].autoscaling_config[0].max_nodes == 3)
+    error_message = "the instance must have one encrypted, autoscaled cluster in the zone"
+  }
+
+  assert {
+    condition     = google_kms_crypto_key_iam_member.service_agents["bigtable"].member == "serviceAccount:service-123456789012@gcp-sa-bigtable.iam.gserviceaccount.com"
+    error_message = "the Bigtable service agent must be able to use the environment's key"
+  }
+
+  assert {
+    condition     = output.context.bigtable == { instance = "tftest-state", cluster = "tftest-state-c1" }
+    error_message = "the context must name the instance and its cluster: ${jsonencode(output.context.bigtable)}"
+  }
+}

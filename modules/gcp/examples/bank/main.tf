@@ -25,6 +25,9 @@ module "environment" {
   region         = var.region
   ssfs           = keys(local.ssfs)
   project_number = var.project_number
+  bigtable       = var.bigtable_zone == null ? null : { zone = var.bigtable_zone }
+  # A throwaway environment can be destroyed with its instance.
+  deletion_protection = !var.throwaway
 }
 
 module "ssf" {
@@ -35,5 +38,6 @@ module "ssf" {
   environment         = module.environment.context
   peers               = each.value
   artifact            = var.image
+  state_store         = var.bigtable_zone == null ? "firestore" : "bigtable"
   deletion_protection = !var.throwaway
 }

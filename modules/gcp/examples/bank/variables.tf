@@ -38,3 +38,9 @@ variable "access_token" {
   default     = null
   sensitive   = true
 }
+
+variable "bigtable_zone" {
+  description = "Null (the default): each SSF's state in a Firestore database of its own. A zone of the region (europe-west1-b): in the environment's Bigtable instance there, a table of each SSF's own."
+  type        = string
+  default     = null
+}

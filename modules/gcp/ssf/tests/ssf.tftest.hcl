@@ -47,6 +47,32 @@ run "environment_with_key" {
   }
 }
 
+run "environment_with_bigtable" {
+  module {
+    source = "../environment"
+  }
+
+  variables {
+    name           = "tftest"
+    project        = "tftest-project"
+    region         = "europe-west1"
+    ssfs           = ["counter", "caller", "other"]
+    project_number = "123456789012"
+    bigtable       = { zone = "europe-west1-b" }
+  }
+}
+
+run "rejects_bigtable_without_an_instance" {
+  command = plan
+
+  variables {
+    environment = run.environment.context
+    state_store = "bigtable"
+  }
+
+  expect_failures = [var.state_store]
+}
+
 run "rejects_gc_bound_within_function_timeout" {
   command = plan
 
@@ -259,17 +285,17 @@ run "plans" {
 
   # Backups and protection by default.
   assert {
-    condition     = google_firestore_database.this.point_in_time_recovery_enablement == "POINT_IN_TIME_RECOVERY_ENABLED" && google_firestore_database.this.type == "FIRESTORE_NATIVE" && google_firestore_database.this.location_id == "europe-west1"
+    condition     = google_firestore_database.this[0].point_in_time_recovery_enablement == "POINT_IN_TIME_RECOVERY_ENABLED" && google_firestore_database.this[0].type == "FIRESTORE_NATIVE" && google_firestore_database.this[0].location_id == "europe-west1"
     error_message = "the database must be a native Firestore database in the region with point-in-time recovery"
   }
 
   assert {
-    condition     = google_firestore_database.this.delete_protection_state == "DELETE_PROTECTION_ENABLED" && google_firestore_database.this.deletion_policy == "PREVENT" && google_cloud_run_v2_service.this.deletion_protection
+    condition     = google_firestore_database.this[0].delete_protection_state == "DELETE_PROTECTION_ENABLED" && google_firestore_database.this[0].deletion_policy == "PREVENT" && google_cloud_run_v2_service.this.deletion_protection
     error_message = "the state and the service must be protected from deletion by default"
   }
 
   assert {
-    condition     = length(google_firestore_database.this.cmek_config) == 0 && google_pubsub_topic.this.kms_key_name == null && length(google_kms_crypto_key_iam_member.own_key) == 0
+    condition     = length(google_firestore_database.this[0].cmek_config) == 0 && google_pubsub_topic.this.kms_key_name == null && length(google_kms_crypto_key_iam_member.own_key) == 0
     error_message = "without a key, Google-managed encryption and no key grants"
   }
 
@@ -314,17 +340,17 @@ run "plans" {
 
   # The identity reaches its own database, topic, subscription and service, and nothing else.
   assert {
-    condition     = google_project_iam_member.state.role == "roles/datastore.user" && google_project_iam_member.state.member == "serviceAccount:tftest-counter@tftest-project.iam.gserviceaccount.com"
+    condition     = google_project_iam_member.state[0].role == "roles/datastore.user" && google_project_iam_member.state[0].member == "serviceAccount:tftest-counter@tftest-project.iam.gserviceaccount.com"
     error_message = "the SSF's identity must be a Firestore user"
   }
 
   assert {
-    condition     = google_project_iam_member.state.condition[0].expression == "resource.name == \"projects/tftest-project/databases/tftest-counter\" || resource.name.startsWith(\"projects/tftest-project/databases/tftest-counter/\")"
-    error_message = "the Firestore grant must be conditioned on the SSF's own database: ${google_project_iam_member.state.condition[0].expression}"
+    condition     = google_project_iam_member.state[0].condition[0].expression == "resource.name == \"projects/tftest-project/databases/tftest-counter\" || resource.name.startsWith(\"projects/tftest-project/databases/tftest-counter/\")"
+    error_message = "the Firestore grant must be conditioned on the SSF's own database: ${google_project_iam_member.state[0].condition[0].expression}"
   }
 
   assert {
-    condition     = google_pubsub_topic_iam_member.publisher.topic == google_pubsub_topic.this.name && google_pubsub_topic_iam_member.publisher.member == google_project_iam_member.state.member && google_pubsub_subscription_iam_member.subscriber.subscription == google_pubsub_subscription.this.name && google_pubsub_subscription_iam_member.subscriber.member == google_project_iam_member.state.member
+    condition     = google_pubsub_topic_iam_member.publisher.topic == google_pubsub_topic.this.name && google_pubsub_topic_iam_member.publisher.member == google_project_iam_member.state[0].member && google_pubsub_subscription_iam_member.subscriber.subscription == google_pubsub_subscription.this.name && google_pubsub_subscription_iam_member.subscriber.member == google_project_iam_member.state[0].member
     error_message = "the identity must publish to and consume its own queue"
   }
 
@@ -335,7 +361,7 @@ run "plans" {
 
   assert {
     condition = alltrue([for m in concat(
-      [google_project_iam_member.state.member, google_pubsub_topic_iam_member.publisher.member, google_pubsub_subscription_iam_member.subscriber.member],
+      [google_project_iam_member.state[0].member, google_pubsub_topic_iam_member.publisher.member, google_pubsub_subscription_iam_member.subscriber.member],
       [for b in google_cloud_run_v2_service_iam_member.invoker : b.member],
     ) : m != run.environment.identities.other.member])
     error_message = "an SSF that is not a peer must be granted nothing"
@@ -348,7 +374,7 @@ run "plans" {
 
   assert {
     condition = alltrue([for m in concat(
-      [google_project_iam_member.state.member, google_pubsub_topic_iam_member.publisher.member, google_pubsub_subscription_iam_member.subscriber.member, google_pubsub_topic_iam_member.dead_letter_agent.member, google_pubsub_subscription_iam_member.dead_letter_agent.member, google_service_account_iam_member.push_token.member],
+      [google_project_iam_member.state[0].member, google_pubsub_topic_iam_member.publisher.member, google_pubsub_subscription_iam_member.subscriber.member, google_pubsub_topic_iam_member.dead_letter_agent.member, google_pubsub_subscription_iam_member.dead_letter_agent.member, google_service_account_iam_member.push_token.member],
       [for b in google_cloud_run_v2_service_iam_member.invoker : b.member],
     ) : !contains(["allUsers", "allAuthenticatedUsers"], m)])
     error_message = "nothing may be granted to allUsers or allAuthenticatedUsers"
@@ -378,7 +404,7 @@ run "applies" {
   }
 
   assert {
-    condition     = output.table_id == google_firestore_database.this.id && output.queue_id == google_pubsub_topic.this.id && output.function_id == google_cloud_run_v2_service.this.id && output.function_name == "tftest-counter"
+    condition     = output.table_id == google_firestore_database.this[0].id && output.queue_id == google_pubsub_topic.this.id && output.function_id == google_cloud_run_v2_service.this.id && output.function_name == "tftest-counter"
     error_message = "the IDs must be the database's, topic's and service's"
   }
 
@@ -388,7 +414,7 @@ run "applies" {
   }
 
   assert {
-    condition     = google_firestore_database.this.delete_protection_state == "DELETE_PROTECTION_ENABLED" && google_firestore_database.this.point_in_time_recovery_enablement == "POINT_IN_TIME_RECOVERY_ENABLED"
+    condition     = google_firestore_database.this[0].delete_protection_state == "DELETE_PROTECTION_ENABLED" && google_firestore_database.this[0].point_in_time_recovery_enablement == "POINT_IN_TIME_RECOVERY_ENABLED"
     error_message = "the applied database must be protected and backed up"
   }
 
@@ -413,12 +439,12 @@ run "throwaway_with_own_key" {
   }
 
   assert {
-    condition     = google_firestore_database.this.delete_protection_state == "DELETE_PROTECTION_DISABLED" && google_firestore_database.this.deletion_policy == "DELETE" && !google_cloud_run_v2_service.this.deletion_protection
+    condition     = google_firestore_database.this[0].delete_protection_state == "DELETE_PROTECTION_DISABLED" && google_firestore_database.this[0].deletion_policy == "DELETE" && !google_cloud_run_v2_service.this.deletion_protection
     error_message = "deletion_protection = false must let Terraform delete the database and the service"
   }
 
   assert {
-    condition     = google_firestore_database.this.point_in_time_recovery_enablement == "POINT_IN_TIME_RECOVERY_DISABLED"
+    condition     = google_firestore_database.this[0].point_in_time_recovery_enablement == "POINT_IN_TIME_RECOVERY_DISABLED"
     error_message = "point_in_time_recovery = false must turn it off"
   }
 
@@ -438,7 +464,7 @@ run "throwaway_with_own_key" {
   }
 
   assert {
-    condition     = google_firestore_database.this.cmek_config[0].kms_key_name == var.encryption_key && google_pubsub_topic.this.kms_key_name == var.encryption_key && google_pubsub_topic.dead_letter.kms_key_name == var.encryption_key
+    condition     = google_firestore_database.this[0].cmek_config[0].kms_key_name == var.encryption_key && google_pubsub_topic.this.kms_key_name == var.encryption_key && google_pubsub_topic.dead_letter.kms_key_name == var.encryption_key
     error_message = "the database and both topics must be encrypted with the SSF's key"
   }
 
@@ -459,12 +485,53 @@ run "environment_key" {
   }
 
   assert {
-    condition     = google_firestore_database.this.cmek_config[0].kms_key_name == run.environment_with_key.context.encryption_key && google_pubsub_topic.this.kms_key_name == run.environment_with_key.context.encryption_key
+    condition     = google_firestore_database.this[0].cmek_config[0].kms_key_name == run.environment_with_key.context.encryption_key && google_pubsub_topic.this.kms_key_name == run.environment_with_key.context.encryption_key
     error_message = "without a key of its own, the SSF must use the environment's"
   }
 
   assert {
     condition     = length(google_kms_crypto_key_iam_member.own_key) == 0
     error_message = "the environment grants its key; the SSF must not grant it again"
+  }
+}
+
+# On Bigtable: a table, an app profile and a table-level grant of the SSF's own, no Firestore.
+run "plans_on_bigtable" {
+  command = plan
+
+  variables {
+    environment = run.environment_with_bigtable.context
+    state_store = "bigtable"
+  }
+
+  assert {
+    condition     = output.store_url == "bigtable://tftest-project/tftest-state/tftest-counter?app_profile=tftest-counter&check_routing=false" && output.ssfkit_config.store == output.store_url
+    error_message = "store_url is ${output.store_url}"
+  }
+
+  assert {
+    condition     = length(google_firestore_database.this) == 0 && length(google_project_iam_member.state) == 0
+    error_message = "an SSF on Bigtable must have no Firestore database and no project-level grant"
+  }
+
+  assert {
+    condition = (google_bigtable_table.state[0].instance_name == "tftest-state" && google_bigtable_table.state[0].name == "tftest-counter" &&
+      google_bigtable_table.state[0].deletion_protection == "PROTECTED" &&
+      [for f in google_bigtable_table.state[0].column_family : f.family] == ["d"] &&
+    [for b in google_bigtable_table.state[0].automated_backup_policy : [b.retention_period, b.frequency]] == [["168h", "24h"]])
+    error_message = "the table must be the SSF's own, protected, backed up daily, with the driver's column family d"
+  }
+
+  assert {
+    condition = (google_bigtable_app_profile.state[0].app_profile_id == "tftest-counter" &&
+      google_bigtable_app_profile.state[0].single_cluster_routing[0].cluster_id == "tftest-state-c1" &&
+      google_bigtable_app_profile.state[0].single_cluster_routing[0].allow_transactional_writes &&
+    google_bigtable_app_profile.state[0].multi_cluster_routing_use_any != true)
+    error_message = "the app profile must route to the one cluster and allow single-row transactions"
+  }
+
+  assert {
+    condition     = google_bigtable_table_iam_member.state[0].table == "tftest-counter" && google_bigtable_table_iam_member.state[0].role == "roles/bigtable.user" && google_bigtable_table_iam_member.state[0].member == "serviceAccount:tftest-counter@tftest-project.iam.gserviceaccount.com"
+    error_message = "the SSF's identity must be granted its own table, at the table"
   }
 }
