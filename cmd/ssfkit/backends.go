@@ -76,10 +76,7 @@ func benchBackends(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer os.RemoveAll(tmpDir)
 	all := localBackends(tmpDir)
-	var names []string
-	for _, b := range all {
-		names = append(names, b.Name)
-	}
+	names := backendNames(all)
 	fs := newFlagSet("bench backends", "Runs `bench ops` (short DAAL) on each backend in turn, starting its server on 127.0.0.1\n"+
 		"(PostgreSQL; moto, Azurite, bttest and the Firestore emulator for the clouds), and prints\n"+
 		"one Markdown table of raw vs exactly-once latencies (or JSON with --json), optionally with\n"+
@@ -114,10 +111,7 @@ func benchLog(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer os.RemoveAll(tmpDir)
 	all := localBackends(tmpDir)
-	var names []string
-	for _, b := range all {
-		names = append(names, b.Name)
-	}
+	names := backendNames(all)
 	fs := newFlagSet("bench log", "Measures the shared log against direct table writes and reads of the same records on\n"+
 		"each backend (starting its server on 127.0.0.1): append and read latency, and throughput\n"+
 		"with concurrent writers, with and without batching. Markdown (or JSON with --json).", stderr)
@@ -148,17 +142,22 @@ func benchLog(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return emitPlottedReport(stdout, stderr, "bench log", rep, *plotPath, *out, *asJSON)
 }
 
+// backendNames lists the backends' names, for --backends' help and errors.
+func backendNames(all []bench.Backend) []string {
+	names := make([]string, len(all))
+	for i, b := range all {
+		names[i] = b.Name
+	}
+	return names
+}
+
 // pickBackends returns the backends a comma-separated --backends list names.
 func pickBackends(cmd string, all []bench.Backend, list string) ([]bench.Backend, error) {
 	var picked []bench.Backend
 	for _, name := range strings.Split(list, ",") {
 		i := slices.IndexFunc(all, func(b bench.Backend) bool { return b.Name == strings.TrimSpace(name) })
 		if i < 0 {
-			var names []string
-			for _, b := range all {
-				names = append(names, b.Name)
-			}
-			return nil, &cliUsageError{err: fmt.Errorf("%s: unknown backend %q (known: %s)", cmd, name, strings.Join(names, ", "))}
+			return nil, &cliUsageError{err: fmt.Errorf("%s: unknown backend %q (known: %s)", cmd, name, strings.Join(backendNames(all), ", "))}
 		}
 		picked = append(picked, all[i])
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
@@ -108,13 +107,7 @@ func (r *BackendsReport) WritePlot(path string) error {
 	if len(r.Results) == 0 {
 		return fmt.Errorf("plot %s: no results", path)
 	}
-	p := plot.New()
-	p.Title.Text = "Exactly-once / raw, median latency, per operation and backend"
-	p.Y.Label.Text = "EO / raw (x)"
-	p.Y.Min = 0
-	p.Y.Tick.Marker = plainTicks{}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
+	p := newBarPlot("Exactly-once / raw, median latency, per operation and backend", "EO / raw (x)")
 	width := vg.Points(60 / float64(len(r.Results)))
 	var names []string
 	for _, o := range r.Results[0].Ops {

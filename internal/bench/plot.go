@@ -104,6 +104,18 @@ func linePlot(path, title, yLabel string, lines []line) error {
 	return nil
 }
 
+// newBarPlot starts a bar chart: bars from 0, a grid, the legend top left.
+func newBarPlot(title, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = yLabel
+	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks{}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = true, true
+	return p
+}
+
 // addBars adds series i of n to a grouped bar chart: bars of width, side by side with the other
 // series at each category, in the series' color, with a legend entry.
 func addBars(p *plot.Plot, i, n int, width vg.Length, name string, vals plotter.Values) error {

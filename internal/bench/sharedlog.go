@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -233,13 +232,7 @@ func (r *LogReport) WritePlot(path string) error {
 	if len(r.Results) == 0 {
 		return fmt.Errorf("plot %s: no results", path)
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Shared log throughput / direct table writes, %d writers", r.Config.Writers)
-	p.Y.Label.Text = "log / direct (x)"
-	p.Y.Min = 0
-	p.Y.Tick.Marker = plainTicks{}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
+	p := newBarPlot(fmt.Sprintf("Shared log throughput / direct table writes, %d writers", r.Config.Writers), "log / direct (x)")
 	width := vg.Points(24)
 	series := []struct {
 		name string

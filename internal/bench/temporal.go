@@ -21,7 +21,6 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -553,13 +552,7 @@ func goalVerdict(ratio float64) string {
 // WritePlot writes a bar chart of the per-step and activity-body medians and p99s, plain vs
 // exactly-once, as a PNG image.
 func (r *TemporalReport) WritePlot(path string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Temporal steps: plain activity vs exactly-once SSF (%d steps per workflow, %d in flight)", r.Steps, r.Concurrency)
-	p.Y.Label.Text = "ms"
-	p.Y.Min = 0
-	p.Y.Tick.Marker = plainTicks{}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
+	p := newBarPlot(fmt.Sprintf("Temporal steps: plain activity vs exactly-once SSF (%d steps per workflow, %d in flight)", r.Steps, r.Concurrency), "ms")
 	width := vg.Points(40)
 	for i, res := range []TemporalResult{r.Plain, r.EO} {
 		vals := plotter.Values{res.Step.MedianUS / 1000, res.Step.P99US / 1000, res.Body.MedianUS / 1000, res.Body.P99US / 1000}
