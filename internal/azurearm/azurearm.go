@@ -4,6 +4,7 @@
 package azurearm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -35,18 +36,23 @@ type StatusError struct {
 
 func (e *StatusError) Error() string { return e.Status + ": " + e.Body }
 
+func (c *Client) endpoint() string {
+	return cmp.Or(strings.TrimSuffix(c.Endpoint, "/"), DefaultEndpoint)
+}
+
+// ActionURL is the URL Post calls (what `az rest --method post --url` takes).
+func (c *Client) ActionURL(id, action, apiVersion string) string {
+	return fmt.Sprintf("%s%s/%s?api-version=%s", c.endpoint(), id, action, apiVersion)
+}
+
 // Post calls action on the resource id (/subscriptions/...) at apiVersion and returns the
 // answer's body.
 func (c *Client) Post(ctx context.Context, id, action, apiVersion string) ([]byte, error) {
-	endpoint := strings.TrimSuffix(c.Endpoint, "/")
-	if endpoint == "" {
-		endpoint = DefaultEndpoint
-	}
-	tok, err := c.Credential.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{endpoint + "/.default"}})
+	tok, err := c.Credential.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{c.endpoint() + "/.default"}})
 	if err != nil {
 		return nil, fmt.Errorf("a Resource Manager token: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s%s/%s?api-version=%s", endpoint, id, action, apiVersion), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ActionURL(id, action, apiVersion), nil)
 	if err != nil {
 		return nil, err
 	}

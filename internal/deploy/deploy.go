@@ -6,7 +6,6 @@ package deploy
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,7 +209,6 @@ func (o *Options) syncTriggers(ctx context.Context, cfg *Config) error {
 		}
 		arm = &azurearm.Client{Credential: cred}
 	}
-	endpoint := cmp.Or(strings.TrimSuffix(arm.Endpoint, "/"), azurearm.DefaultEndpoint)
 	var unsynced []string
 	for _, name := range slices.Sorted(maps.Keys(cfg.SSFs)) {
 		id := cfg.SSFs[name].FunctionID
@@ -222,7 +220,7 @@ func (o *Options) syncTriggers(ctx context.Context, cfg *Config) error {
 			return err
 		})
 		if err != nil {
-			unsynced = append(unsynced, fmt.Sprintf("%s: %v\n  retry: az rest --method post --url '%s%s/syncfunctiontriggers?api-version=%s'", name, err, endpoint, id, syncAPIVersion))
+			unsynced = append(unsynced, fmt.Sprintf("%s: %v\n  retry: az rest --method post --url '%s'", name, err, arm.ActionURL(id, "syncfunctiontriggers", syncAPIVersion)))
 			continue
 		}
 		fmt.Fprintf(o.Progress, "up:   %s: triggers synced\n", name)
