@@ -3,6 +3,7 @@ package ssf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,14 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 					rep.Orphans++
 				}
 				continue
+			case a[attrCollected] != nil:
+				// A late delivery of a collected instance re-entered it in the index; its
+				// tombstone refused it.
+				if _, err := rt.st.Delete(ctx, row.Key, store.Equal(store.Attr(attrLaunched), launched)); err != nil {
+					return rep, err
+				}
+				rep.Repaired++
+				continue
 			case a[attrDone] == true:
 				in, err := decodeIntent(id, a)
 				if err != nil {
@@ -93,7 +102,8 @@ type GCReport struct {
 	Disconnected   int // DAAL rows unlinked from their list
 	Dangling       int // unreachable DAAL rows given a dangle time
 	RowsDeleted    int // unreachable DAAL rows deleted T after they dangled
-	IntentsRemoved int // intents removed (last)
+	IntentsRemoved int // intents replaced by tombstones (last)
+	KeysForgotten  int // tombstones removed KeyRetention after collection, with any rows left in their partitions
 	TxsRemoved     int // finished transactions whose record and shadows were removed
 	ShadowRows     int // rows of those transactions' shadow DAALs deleted
 	Items          int // linked DAALs visited
@@ -111,7 +121,8 @@ type GCReport struct {
 //     removed intents (the head is never unlinked);
 //  4. give rows found unreachable a dangle time, and delete them T later, when no traversal
 //     that saw them linked can still be running;
-//  5. remove the recyclable intents last, so a crash anywhere above leaves them for next time.
+//  5. replace the recyclable intents by tombstones last, so a crash anywhere above leaves them
+//     for next time; a tombstone refuses late requests for the id until KeyRetention passed.
 func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 	ctx = withExec(ctx, rt.cfg.Name, CollectorGC)
 	var rep GCReport
@@ -192,7 +203,14 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 	}
 
 	for id := range recyclable {
-		if _, err := rt.st.Delete(ctx, intentKey(id), store.Always()); err != nil {
+		// The tombstone is entered in its index first, so that a crash in between leaves an
+		// entry for a live intent (forgotten later: the intent is checked), never a tombstone
+		// that is never forgotten.
+		if _, err := rt.st.Update(ctx, tombstoneKey(rt.cfg.IndexShards, id, now), store.Always(),
+			store.Update{store.SetAttr(store.Attr(attrKind), "tombstone")}); err != nil {
+			return rep, err
+		}
+		if _, err := rt.st.Update(ctx, intentKey(id), store.RowExists(), tombstone(now)); err != nil {
 			return rep, err
 		}
 		if _, err := rt.st.Delete(ctx, finishedKey(rt.cfg.IndexShards, id), store.Always()); err != nil {
@@ -200,7 +218,81 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 		}
 		rep.IntentsRemoved++
 	}
+	if err := rt.forgetKeys(ctx, now, &rep); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// tombstone turns an intent into the record that its instance was collected at now: done,
+// with nothing else kept.
+func tombstone(now int64) store.Update {
+	upd := store.Update{store.SetAttr(store.Attr(attrDone), true), store.SetAttr(store.Attr(attrCollected), now)}
+	for _, a := range []string{attrArgs, attrResult, attrCaller, attrCallerID, attrCallerStep, attrTxID, attrTxStart, attrBuiltin, attrHolder} {
+		upd = append(upd, store.RemoveAttr(store.Attr(a)))
+	}
+	return upd
+}
+
+// forgetBatch is how many tombstones one pass reads at a time from each shard of their index.
+const forgetBatch = 100
+
+// forgetKeys removes tombstones collected more than KeyRetention ago, oldest first (their
+// index is sorted by collection time, so a pass reads only the ones due), with whatever a
+// straggler left in the instance's partition after collection.
+func (rt *Runtime) forgetKeys(ctx context.Context, now int64, rep *GCReport) error {
+	for s := 0; s < rt.cfg.IndexShards; s++ {
+		for {
+			rows, err := rt.st.Scan(ctx, "c|"+strconv.Itoa(s), store.ScanOptions{Limit: forgetBatch, Projection: []store.Path{}})
+			if err != nil {
+				return err
+			}
+			for _, row := range rows {
+				at, id, ok := strings.Cut(row.Key.Sort, "|")
+				collected, err := strconv.ParseInt(at, 10, 64)
+				if !ok || err != nil {
+					return fmt.Errorf("%w: tombstone index entry %q", ErrCorrupt, row.Key.Sort)
+				}
+				if time.Duration(now-collected) <= rt.cfg.KeyRetention {
+					return nil // the rest are younger
+				}
+				if err := rt.forgetKey(ctx, id, collected); err != nil {
+					return err
+				}
+				if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
+					return err
+				}
+				rep.KeysForgotten++
+			}
+			if len(rows) < forgetBatch {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// forgetKey removes the instance's partition if its intent is still the tombstone collected at
+// collected (not a later incarnation's intent, nor a later tombstone), the intent last.
+func (rt *Runtime) forgetKey(ctx context.Context, id string, collected int64) error {
+	a, found, err := rt.st.Get(ctx, intentKey(id))
+	if err != nil || !found || a[attrCollected] != collected {
+		return err
+	}
+	rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{}})
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if row.Key.Sort == intentSort {
+			continue
+		}
+		if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
+			return err
+		}
+	}
+	_, err = rt.st.Delete(ctx, intentKey(id), store.Equal(store.Attr(attrCollected), collected))
+	return err
 }
 
 // collectTx removes what a finished transaction left in this SSF: its shadow DAALs and its
@@ -306,27 +398,33 @@ func (rt *Runtime) askHolder(ctx context.Context, id, holder string) entryVerdic
 }
 
 // recyclability answers whether a write-log entry's instance can no longer be running: it is
-// recyclable in this pass, or its intent is already gone (removed by an earlier pass; an
+// recyclable in this pass, or its intent is a tombstone, gone, or a later incarnation's (an
 // instance writes only after its intent exists).
 type recyclability struct {
 	rt         *Runtime
 	recyclable map[string]bool
-	known      map[string]bool
+	known      map[string]bool // by logKey instance id and incarnation
 }
 
-func (g *recyclability) of(ctx context.Context, id string) (bool, error) {
+func (g *recyclability) of(ctx context.Context, id, incarnation string) (bool, error) {
 	if g.recyclable[id] {
 		return true, nil
 	}
-	if r, ok := g.known[id]; ok {
+	k := id + "#" + incarnation
+	if r, ok := g.known[k]; ok {
 		return r, nil
 	}
-	_, found, err := g.rt.st.Get(ctx, intentKey(id))
+	a, found, err := g.rt.st.Get(ctx, intentKey(id))
 	if err != nil {
 		return false, err
 	}
-	g.known[id] = !found
-	return !found, nil
+	gone := !found || a[attrCollected] != nil
+	if !gone {
+		start, _ := a[attrStart].(int64)
+		gone = strconv.FormatInt(start, 36) != incarnation
+	}
+	g.known[k] = gone
+	return gone, nil
 }
 
 func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone *recyclability, rep *GCReport) error {
@@ -413,7 +511,8 @@ func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone
 func (rt *Runtime) allRecyclable(ctx context.Context, a store.Attrs, gone *recyclability) (bool, error) {
 	writes, _ := a[attrRecentWrites].(map[string]any)
 	for lk := range writes {
-		ok, err := gone.of(ctx, logKeyInstance(lk))
+		id, incarnation := logKeyInstance(lk)
+		ok, err := gone.of(ctx, id, incarnation)
 		if err != nil || !ok {
 			return false, err
 		}

@@ -28,8 +28,11 @@ type Env struct {
 	id        string
 	step      int
 	replaying bool
-	deadline  time.Time
+	fence     *fence // the execution's lifetime, checked before every request it sends
 	err       error
+	// incarnation tells this instance's write-log entries from those of an earlier instance
+	// that had the same id and was collected (the intent's creation time).
+	incarnation string
 	start     int64    // the intent's creation time: the wait-die age of transactions it begins
 	tx        *txState // the transaction the instance runs in, if any
 	// unlogged holds read-log entries not yet written: a read only needs its value durable
@@ -98,8 +101,8 @@ func (e *Env) alive() error {
 	if e.err != nil {
 		return e.err
 	}
-	if e.rt.clock.Now().After(e.deadline) {
-		return e.fail(fmt.Errorf("%w (%v)", ErrLifetimeExceeded, e.rt.cfg.Lifetime))
+	if err := e.fence.expired(); err != nil {
+		return e.fail(err)
 	}
 	return nil
 }
@@ -283,15 +286,9 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 	}
 	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async, Tx: tx, Builtin: builtin,
 		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}}
-	if err := e.rt.inject(e.ctx, "call", logRow, false); err != nil {
-		return Result{}, e.fail(err)
-	}
-	res, err := e.rt.cfg.Transport.Call(e.ctx, callee, req)
+	res, err := e.rt.call(e.ctx, callee, req, "call", logRow)
 	if err != nil {
 		return Result{}, e.fail(fmt.Errorf("invoke %s (instance %s): %w", callee, calleeID, err))
-	}
-	if err := e.rt.inject(e.ctx, "call", logRow, true); err != nil {
-		return Result{}, e.fail(err)
 	}
 	return res, nil
 }
@@ -361,6 +358,9 @@ func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (j
 		return logged, nil
 	}
 	if err := e.flush(); err != nil { // the call is an external effect
+		return nil, err
+	}
+	if err := e.alive(); err != nil {
 		return nil, err
 	}
 	out, err := fn(e.ctx)
@@ -447,7 +447,7 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (applied, replayed
 		if err := e.flushTo(st); err != nil {
 			return err
 		}
-		applied, replayed, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, step), w)
+		applied, replayed, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
 		return err
 	})
 	if err != nil {

@@ -25,8 +25,11 @@ func (rt *Runtime) Pending(ctx context.Context) (int, error) {
 // IntentStatus is what the intent table says about an instance.
 type IntentStatus struct {
 	Exists bool   // the intent is registered (the request was accepted)
-	Done   bool   // the instance finished; Result is its outcome
+	Done   bool   // the instance finished; Result is its outcome unless Collected
 	Result Result //
+	// Collected: the instance finished and was garbage-collected; only its id is remembered
+	// (Config.KeyRetention), and its result is gone.
+	Collected bool
 }
 
 // Intent returns the status of an instance. An instance whose intent was garbage-collected
@@ -40,7 +43,7 @@ func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus,
 	if err != nil {
 		return IntentStatus{}, err
 	}
-	return IntentStatus{Exists: true, Done: in.done, Result: in.result}, nil
+	return IntentStatus{Exists: true, Done: in.done, Result: in.result, Collected: in.collected != 0}, nil
 }
 
 // Items returns the current value of every item this SSF has written, keyed "table/key". It

@@ -18,6 +18,7 @@ import (
 //	               one scan of one partition
 //	p|SHARD        unfinished-intent index (Beldi's secondary index): sort key = instance id
 //	f|SHARD        finished-intent index the GC stamps with finish times
+//	c|SHARD        tombstones of collected instances: sort key = collection time|id, oldest first
 //	k|SHARD        directory of linked DAALs (items and shadows), so the GC can visit them all
 //	s|TX|TABLE|KEY a transaction's shadow DAAL of an item
 //	x|TX           what a transaction locked and called from this SSF
@@ -61,6 +62,7 @@ const (
 	attrHolder     = "Holder"     // string what may re-send the request after it finished (Request.Holder)
 	attrHeldIndex  = "HeldIndex"  // bool: in the finished index from creation; its holder retries it
 	attrEndsTx     = "EndsTx"     // string, on a finished-index entry: the transaction the instance ended
+	attrCollected  = "Collected"  // int64 unix nanos the GC collected the instance; the intent is a tombstone since
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }
@@ -88,6 +90,9 @@ func pendingKey(shards int, id string) store.Key {
 func finishedKey(shards int, id string) store.Key {
 	return store.Key{Partition: "f|" + strconv.Itoa(shard(shards, id)), Sort: id}
 }
+func tombstoneKey(shards int, id string, collected int64) store.Key {
+	return store.Key{Partition: "c|" + strconv.Itoa(shard(shards, id)), Sort: fmt.Sprintf("%020d|%s", collected, id)}
+}
 func directoryKey(shards int, partition string) store.Key {
 	return store.Key{Partition: "k|" + strconv.Itoa(shard(shards, partition)), Sort: partition}
 }
@@ -98,15 +103,28 @@ func shard(n int, s string) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// logKey identifies one step of one instance in a DAAL's RecentWrites.
-func logKey(id string, step int) string { return id + "#" + strconv.Itoa(step) }
+// logKey identifies one step of one instance in a DAAL's RecentWrites. The incarnation keeps
+// an instance whose id was used before, by an instance since collected, from taking that
+// instance's entries (still in a head or tail row) for its own.
+func logKey(id, incarnation string, step int) string {
+	return id + "#" + incarnation + "#" + strconv.Itoa(step)
+}
 
-// logKeyInstance returns the instance id of a logKey.
-func logKeyInstance(k string) string {
-	if i := strings.LastIndexByte(k, '#'); i >= 0 {
-		return k[:i]
+// logKeyInstance returns the instance id and incarnation of a logKey.
+func logKeyInstance(k string) (id, incarnation string) {
+	rest, _, _ := cutLast(k, '#')
+	id, incarnation, ok := cutLast(rest, '#')
+	if !ok {
+		return rest, ""
 	}
-	return k
+	return id, incarnation
+}
+
+func cutLast(s string, sep byte) (before, after string, found bool) {
+	if i := strings.LastIndexByte(s, sep); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, "", false
 }
 
 // Row ids increase along a linked DAAL: a row's successor is always id+1 when it is appended, so

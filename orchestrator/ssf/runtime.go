@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,12 @@ type Config struct {
 	// again; the garbage collector keeps finished instances whose holder may, and asks again on
 	// its next pass. An error counts as "may". Nil: holders are ignored.
 	Hold func(ctx context.Context, holder string) (bool, error)
+	// KeyRetention is how long the id of a collected instance is remembered after collection
+	// (a tombstone in place of its intent): a request for it within that time is refused with
+	// ErrInstanceCollected instead of running the instance again. It bounds how late a
+	// platform may deliver a request (a queue's redelivery, an asynchronous retry). Default 7
+	// days; it must exceed GCBound.
+	KeyRetention time.Duration
 	// IndexShards spreads the intent and key indexes over this many partitions (default 4).
 	IndexShards int
 	// Clock defaults to the system clock.
@@ -66,6 +73,7 @@ const (
 	DefaultLifetime      = 5 * time.Minute
 	DefaultRelaunchDelay = 30 * time.Second
 	DefaultIndexShards   = 4
+	DefaultKeyRetention  = 7 * 24 * time.Hour
 )
 
 // Runtime runs one SSF's instances and collectors.
@@ -120,11 +128,17 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.IndexShards == 0 {
 		cfg.IndexShards = DefaultIndexShards
 	}
+	if cfg.KeyRetention == 0 {
+		cfg.KeyRetention = max(DefaultKeyRetention, 2*cfg.GCBound)
+	}
 	if cfg.RowCapacity < 1 || cfg.IndexShards < 1 || cfg.Lifetime < 0 || cfg.RelaunchDelay < 0 {
 		return nil, fmt.Errorf("%w: SSF %s: RowCapacity and IndexShards must be positive, durations not negative", ErrBadInput, cfg.Name)
 	}
 	if cfg.GCBound <= cfg.Lifetime {
 		return nil, fmt.Errorf("%w: SSF %s: GCBound (T=%v) must exceed Lifetime (%v): the garbage collector may only remove what no live execution can reach", ErrBadInput, cfg.Name, cfg.GCBound, cfg.Lifetime)
+	}
+	if cfg.KeyRetention <= cfg.GCBound {
+		return nil, fmt.Errorf("%w: SSF %s: KeyRetention (%v) must exceed GCBound (T=%v): a collected instance's id must be remembered longer than any execution of it can run", ErrBadInput, cfg.Name, cfg.KeyRetention, cfg.GCBound)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = systemClock{}
@@ -133,11 +147,17 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.Logger = slog.Default()
 	}
 	rt := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger.With("ssf", cfg.Name)}
-	rt.st = cfg.Store
-	if cfg.Faults != nil {
-		rt.st = store.NewTable(faultyDriver{Driver: cfg.Store.Driver(), rt: rt}, cfg.Store.Name())
-	}
+	rt.st = store.NewTable(rt.wrapDriver(cfg.Store.Driver()), cfg.Store.Name())
 	return rt, nil
+}
+
+// wrapDriver puts the lifetime fence (outermost) and the fault points around a driver.
+func (rt *Runtime) wrapDriver(raw store.Driver) store.Driver {
+	d := raw
+	if rt.cfg.Faults != nil {
+		d = faultyDriver{Driver: raw, rt: rt}
+	}
+	return newFencedDriver(d, raw)
 }
 
 // atomically runs fn against the SSF's table in one store transaction when the store has them
@@ -150,10 +170,10 @@ func (rt *Runtime) atomically(ctx context.Context, key store.Key, fn func(st *st
 		return fn(rt.st)
 	}
 	err := tr.Transact(ctx, func(tx store.Driver) error {
-		if rt.cfg.Faults != nil {
-			tx = faultyDriver{Driver: tx, rt: rt}
+		if err := fn(store.NewTable(rt.wrapDriver(tx), rt.st.Name())); err != nil {
+			return err
 		}
-		if err := fn(store.NewTable(tx, rt.st.Name())); err != nil {
+		if err := checkFence(ctx); err != nil { // the commit is a request of its own
 			return err
 		}
 		return rt.inject(ctx, "commit", key, false)
@@ -214,6 +234,16 @@ type intent struct {
 	builtin string     // the runtime handler to run instead of the SSF's
 	// heldIndex: the finished-index entry was written at creation (holderRetries)
 	heldIndex bool
+	collected int64 // when the GC collected the instance; the intent is a tombstone since
+}
+
+// incarnation tells this instance from an earlier one with the same id (see logKey).
+func (in *intent) incarnation() string { return strconv.FormatInt(in.start, 36) }
+
+// collectedError reports a request for an instance that was collected.
+func collectedError(ssfName string, in *intent) error {
+	return fmt.Errorf("%w: SSF %s: instance %s finished and was collected at %s; its result is no longer kept, and its id cannot run again (use a new instance id for a new request)",
+		ErrInstanceCollected, ssfName, in.id, time.Unix(0, in.collected).UTC().Format(time.RFC3339))
 }
 
 func decodeIntent(id string, a store.Attrs) (*intent, error) {
@@ -233,6 +263,7 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 	}
 	in.builtin, _ = a[attrBuiltin].(string)
 	in.heldIndex, _ = a[attrHeldIndex].(bool)
+	in.collected, _ = a[attrCollected].(int64)
 	if r, ok := a[attrResult].([]byte); ok {
 		if err := json.Unmarshal(r, &in.result); err != nil {
 			return nil, fmt.Errorf("%w: intent %s: result: %v", ErrCorrupt, id, err)
@@ -341,42 +372,66 @@ func (rt *Runtime) abandon(in string, err error) error {
 }
 
 func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error) {
-	in, created, err := rt.ensureIntent(ctx, req)
-	if err != nil {
-		if errors.Is(err, ErrBadInput) {
-			return Result{}, err
-		}
-		return Result{}, rt.abandon(req.InstanceID, err)
-	}
-	if in.done {
-		return in.result, nil
-	}
-	if req.Async && req.Caller != nil {
-		// Registration of an asynchronous call (Beldi §4.5): acknowledge through the caller's
-		// invoke log, then start the instance without waiting. If the start is lost, the
-		// intent collector runs it.
-		if err := rt.callback(ctx, *req.Caller, req.InstanceID, Result{}); err != nil {
+	for attempt := 1; ; attempt++ {
+		// The lifetime starts before the intent is read: an execution that saw the instance
+		// unfinished started before it finished, so it is fenced off T before the garbage
+		// collector may remove the instance's logs.
+		fctx, f := rt.startFence(ctx)
+		in, created, err := rt.ensureIntent(fctx, req)
+		if err != nil {
+			if errors.Is(err, ErrBadInput) {
+				return Result{}, err
+			}
 			return Result{}, rt.abandon(req.InstanceID, err)
 		}
-		if created {
-			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID, Async: true}); err != nil {
-				rt.log.Warn("asynchronous start failed; the intent collector will run the instance", "instance", req.InstanceID, "err", err)
-			}
+		if in.collected != 0 {
+			return Result{}, collectedError(rt.cfg.Name, in)
 		}
-		return Result{}, nil
+		if in.done {
+			return in.result, nil
+		}
+		if req.Async && req.Caller != nil {
+			return rt.registerAsync(fctx, req, created)
+		}
+		// Only the execution that created the intent knows that no other execution logged a
+		// step before it; every other one (a duplicate, a redelivered start, a retry) replays.
+		res, err := rt.execute(fctx, f, in, !created)
+		if errors.Is(err, ErrDiverged) && attempt < maxDivergedRetries {
+			// Another execution logged a different value for a step this one used: start over
+			// as a replay of the log, so this delivery still answers with the one result.
+			rt.log.Debug("execution diverged; replaying the log", "instance", in.id, "attempt", attempt)
+			continue
+		}
+		return res, err
 	}
-	// The start spawned by an asynchronous registration is the instance's first run.
-	firstRun := created || (req.Async && req.Caller == nil && in.async)
-	return rt.execute(ctx, in, !firstRun)
+}
+
+// maxDivergedRetries bounds how often one request starts over after diverging: each diverged
+// execution lost a race to another one that logged first, which makes progress.
+const maxDivergedRetries = 3
+
+// registerAsync is the registration of an asynchronous call (Beldi §4.5): acknowledge through
+// the caller's invoke log, then start the instance without waiting. If the start is lost, the
+// intent collector runs it.
+func (rt *Runtime) registerAsync(ctx context.Context, req Request, created bool) (Result, error) {
+	if err := rt.callback(ctx, *req.Caller, req.InstanceID, Result{}); err != nil {
+		return Result{}, rt.abandon(req.InstanceID, err)
+	}
+	if created {
+		if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID, Async: true}); err != nil {
+			rt.log.Warn("asynchronous start failed; the intent collector will run the instance", "instance", req.InstanceID, "err", err)
+		}
+	}
+	return Result{}, nil
 }
 
 // execute runs the handler for an instance whose intent exists and is not done.
-func (rt *Runtime) execute(ctx context.Context, in *intent, replaying bool) (Result, error) {
+func (rt *Runtime) execute(ctx context.Context, f *fence, in *intent, replaying bool) (Result, error) {
 	rt.stats.executions.Add(1)
 	if replaying {
 		rt.stats.reexecutions.Add(1)
 	}
-	env := &Env{rt: rt, ctx: ctx, id: in.id, replaying: replaying, deadline: rt.clock.Now().Add(rt.cfg.Lifetime), start: in.start}
+	env := &Env{rt: rt, ctx: ctx, id: in.id, incarnation: in.incarnation(), replaying: replaying, fence: f, start: in.start}
 	if in.tx != nil {
 		env.tx = &txState{ctx: *in.tx, locked: map[string]bool{}}
 	}
@@ -422,9 +477,10 @@ func (rt *Runtime) execute(ctx context.Context, in *intent, replaying bool) (Res
 			return Result{}, rt.abandon(in.id, err)
 		}
 	}
-	// Reads still unlogged need no log: "done" is set once, with the result, and no execution
-	// of a done instance runs again. A concurrent execution that got here first wins.
-	final, err := rt.markDone(ctx, in, res)
+	// The result depends on every read: they are logged, and agreed with every other
+	// execution's, with the done mark (one transaction where the store has them). An execution
+	// that read a different value than one already logged diverged and must not decide.
+	final, err := rt.markDone(env, in, res)
 	if err != nil {
 		return Result{}, rt.abandon(in.id, err)
 	}
@@ -443,10 +499,10 @@ func (rt *Runtime) runHandler(env *Env, handler Handler, args json.RawMessage) (
 	return handler(env, args)
 }
 
-// markDone records the result and marks the intent done, unless another execution already
-// did, then moves it from the pending to the finished index (an intent on the held path is
-// there already); it returns the result that stands.
-func (rt *Runtime) markDone(ctx context.Context, in *intent, res Result) (Result, error) {
+// markDone logs the execution's remaining reads and records the result, marking the intent
+// done unless another execution already did, then moves it from the pending to the finished
+// index (an intent on the held path is there already); it returns the result that stands.
+func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return Result{}, err
@@ -461,14 +517,25 @@ func (rt *Runtime) markDone(ctx context.Context, in *intent, res Result) (Result
 	if !in.heldIndex {
 		batch = append(batch, rt.finishedEntry(in))
 	}
-	rs, err := rt.st.UpdateBatch(ctx, batch)
+	var rs []store.UpdateResult
+	err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) error {
+		if err := env.flushTo(st); err != nil {
+			return err
+		}
+		rs, err = st.UpdateBatch(env.ctx, batch)
+		return err
+	})
 	if err != nil {
-		return Result{}, err
+		return Result{}, env.fail(err)
 	}
+	env.unlogged = env.unlogged[:0]
 	if r := rs[0]; !r.Applied {
 		stored, err := decodeIntent(in.id, r.Attrs)
 		if err != nil {
 			return Result{}, err
+		}
+		if stored.collected != 0 {
+			return Result{}, collectedError(rt.cfg.Name, stored)
 		}
 		if !stored.done {
 			return Result{}, fmt.Errorf("%w: intent %s vanished before it was done", ErrCorrupt, in.id)
@@ -478,7 +545,7 @@ func (rt *Runtime) markDone(ctx context.Context, in *intent, res Result) (Result
 	if in.heldIndex {
 		return res, nil
 	}
-	return res, rt.removePending(ctx, in.id)
+	return res, rt.removePending(env.ctx, in.id)
 }
 
 // finishedEntry puts an instance in the finished index, which the GC scans. The entry of a
@@ -519,13 +586,10 @@ func (rt *Runtime) removePending(ctx context.Context, id string) error {
 // callback reports a callee's result to its caller (at least once; the caller ignores repeats).
 func (rt *Runtime) callback(ctx context.Context, caller CallerRef, calleeID string, res Result) error {
 	req := Request{Kind: KindCallback, InstanceID: calleeID, Caller: &caller, Result: &res}
-	if err := rt.inject(ctx, "callback", store.Key{}, false); err != nil {
-		return err
-	}
-	if _, err := rt.cfg.Transport.Call(ctx, caller.SSF, req); err != nil {
+	if _, err := rt.call(ctx, caller.SSF, req, "callback", store.Key{}); err != nil {
 		return fmt.Errorf("callback to %s: %w", caller.SSF, err)
 	}
-	return rt.inject(ctx, "callback", store.Key{}, true)
+	return nil
 }
 
 // handleCallback records a callee's result in this SSF's invoke log, but only in the entry that

@@ -99,7 +99,9 @@ type Clock interface{ Now() time.Time }
 
 type systemClock struct{}
 
-func (systemClock) Now() time.Time { return time.Now() }
+// Now reads the wall clock without Go's monotonic reading: lifetimes are compared across
+// processes, and must count time a suspended VM spent asleep, which the monotonic clock skips.
+func (systemClock) Now() time.Time { return time.Now().Round(0) }
 
 // Errors returned by the runtime.
 var (
@@ -120,6 +122,10 @@ var (
 	// ErrTxAborted: the transaction must abort (wait-die, the application, or a participant);
 	// operations in it fail with this until EndTx, which aborts it.
 	ErrTxAborted = errors.New("ssf: transaction aborted")
+	// ErrInstanceCollected: the instance finished and was garbage-collected; its id is
+	// remembered (Config.KeyRetention) so that a late delivery of its request cannot run it
+	// again. A new request needs a new instance id.
+	ErrInstanceCollected = errors.New("ssf: instance already finished and collected")
 	// ErrCrashed is what fault injectors return to simulate a crash at a point.
 	ErrCrashed = errors.New("ssf: crash injected")
 )

@@ -1,0 +1,120 @@
+package ssf
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// An execution's lifetime fence. The garbage collector removes an instance's logs T after it
+// finished; an execution that could still act then would find no log and act again. So every
+// execution gets a deadline, Lifetime after a moment taken *before* it first read the
+// instance's intent (an execution that saw the instance unfinished started before it
+// finished), and every store request and transport call it makes is checked against that
+// deadline just before it is sent, not once per operation: a straggler paused for any length
+// resumes with at most one request in flight, and the protocol is built so that any single
+// request of a stale execution is harmless (see docs/protocol.md, "Fencing"). The store then
+// decides that last request by its own condition: a DAAL write needs its step unlogged in the
+// current tail, which the collector never prunes; a logged read, invocation or completion
+// needs its row absent or equal; a request to a collected instance meets its tombstone.
+
+type fence struct {
+	clock    Clock
+	deadline time.Time
+	lifetime time.Duration
+}
+
+type fenceKey struct{}
+
+// startFence starts an execution's lifetime now and returns a context carrying it.
+func (rt *Runtime) startFence(ctx context.Context) (context.Context, *fence) {
+	f := &fence{clock: rt.clock, deadline: rt.clock.Now().Add(rt.cfg.Lifetime), lifetime: rt.cfg.Lifetime}
+	return context.WithValue(ctx, fenceKey{}, f), f
+}
+
+// expired reports whether the execution outlived its lifetime, by the wall clock (a process
+// or VM suspended for an hour has lived that hour, though the monotonic clock skips it).
+func (f *fence) expired() error {
+	if f.clock.Now().UnixNano() > f.deadline.UnixNano() {
+		return fmt.Errorf("%w (%v)", ErrLifetimeExceeded, f.lifetime)
+	}
+	return nil
+}
+
+// checkFence fails when ctx belongs to an execution past its lifetime; collectors and
+// inspections carry no fence.
+func checkFence(ctx context.Context) error {
+	if f, ok := ctx.Value(fenceKey{}).(*fence); ok {
+		return f.expired()
+	}
+	return nil
+}
+
+// fencedDriver checks the fence before every request, as the outermost layer: a pause after
+// the check (which fault injection and the schedule explorer place there) is one request in
+// flight.
+type fencedDriver struct {
+	store.Driver
+	batches bool // the store itself applies a batch in one request (store.Batcher)
+}
+
+func newFencedDriver(d, raw store.Driver) fencedDriver {
+	_, batches := raw.(store.Batcher)
+	return fencedDriver{Driver: d, batches: batches}
+}
+
+func (f fencedDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
+	if err := checkFence(ctx); err != nil {
+		return nil, false, err
+	}
+	return f.Driver.Get(ctx, key)
+}
+
+func (f fencedDriver) Update(ctx context.Context, key store.Key, c store.Cond, u store.Update) (store.UpdateResult, error) {
+	if err := checkFence(ctx); err != nil {
+		return store.UpdateResult{}, err
+	}
+	return f.Driver.Update(ctx, key, c, u)
+}
+
+func (f fencedDriver) Scan(ctx context.Context, partition string, o store.ScanOptions) ([]store.Row, error) {
+	if err := checkFence(ctx); err != nil {
+		return nil, err
+	}
+	return f.Driver.Scan(ctx, partition, o)
+}
+
+func (f fencedDriver) Delete(ctx context.Context, key store.Key, c store.Cond) (bool, error) {
+	if err := checkFence(ctx); err != nil {
+		return false, err
+	}
+	return f.Driver.Delete(ctx, key, c)
+}
+
+// UpdateBatch is one request where the store batches, else one per update, each checked.
+func (f fencedDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	if !f.batches {
+		return store.UpdateEach(ctx, f, ups)
+	}
+	if err := checkFence(ctx); err != nil {
+		return nil, err
+	}
+	return store.UpdateBatch(ctx, f.Driver, ups)
+}
+
+// call sends req through the transport after checking the fence and the fault points.
+func (rt *Runtime) call(ctx context.Context, ssfName string, req Request, point string, key store.Key) (Result, error) {
+	if err := checkFence(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := rt.inject(ctx, point, key, false); err != nil {
+		return Result{}, err
+	}
+	res, err := rt.cfg.Transport.Call(ctx, ssfName, req)
+	if err != nil {
+		return Result{}, err
+	}
+	return res, rt.inject(ctx, point, key, true)
+}

@@ -1,0 +1,297 @@
+package schedules
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"testing"
+
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// The default run explores every schedule within these bounds; `make test-long` raises them.
+var (
+	preemptions = flag.Int("schedules.preemptions", 2, "preemption bound of the schedule explorer")
+	limit       = flag.Int("schedules.limit", 4000, "most schedules explored per scenario (0: all within the bound)")
+)
+
+func readInt(env *ssf.Env, table, key string) (int, error) {
+	var v int
+	_, err := env.ReadInto(table, key, &v)
+	return v, err
+}
+
+func increment(env *ssf.Env, table, key string) (int, error) {
+	c, err := readInt(env, table, key)
+	if err != nil {
+		return 0, err
+	}
+	return c + 1, env.Write(table, key, c+1)
+}
+
+func item(o Outcome, ssfName, tableKey string) int {
+	var v int
+	_ = json.Unmarshal([]byte(o.Items[ssfName+":"+tableKey]), &v)
+	return v
+}
+
+func resultInt(o Outcome) (int, error) {
+	if !o.Known {
+		return 0, errors.New("the instance's result is unknown")
+	}
+	if o.Result.Error != "" {
+		return 0, fmt.Errorf("the instance failed: %s", o.Result.Error)
+	}
+	var v int
+	if err := json.Unmarshal(o.Result.Output, &v); err != nil {
+		return 0, fmt.Errorf("result %s: %v", o.Result.Output, err)
+	}
+	return v, nil
+}
+
+func noLocks(o Outcome) error {
+	if len(o.Locks) > 0 {
+		return fmt.Errorf("locks left held: %v", o.Locks)
+	}
+	return nil
+}
+
+func setK(v int) Event {
+	return Event{Name: fmt.Sprintf("k=%d", v), Fire: func(w *World) error { return w.Set(App, map[string]any{"t/k": v}) }}
+}
+
+var pause = Event{Name: "pause+gc", Fire: func(w *World) error { return w.Pause() }}
+
+func duplicates(n int, req ssf.Request) []ssf.Request {
+	req.Kind, req.InstanceID = ssf.KindInvoke, InstanceID
+	out := make([]ssf.Request, n)
+	for i := range out {
+		out[i] = req
+	}
+	return out
+}
+
+func setup(values map[string]any) func(w *World) error {
+	return func(w *World) error { return w.Set(App, values) }
+}
+
+// branch reads k and acts only if it is 1: the bank's "check the balance; refuse, or debit".
+func branch(env *ssf.Env, _ json.RawMessage) (any, error) {
+	v, err := readInt(env, "t", "k")
+	if err != nil {
+		return nil, err
+	}
+	if v == 1 {
+		if _, err := increment(env, "t", "acted"); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func checkBranch(_ *World, o Outcome) error {
+	acted := item(o, App, "t/acted")
+	if !o.Known { // nobody was answered before the result was collected: one execution acts at most once
+		if acted > 1 {
+			return fmt.Errorf("acted %d times", acted)
+		}
+		return nil
+	}
+	v, err := resultInt(o)
+	if err != nil {
+		return err
+	}
+	want := 0
+	if v == 1 {
+		want = 1
+	}
+	if acted != want {
+		return fmt.Errorf("the instance returned %d, but acted %d times", v, acted)
+	}
+	return nil
+}
+
+func branchScenario(name string, execs []ssf.Request, crashes int) Scenario {
+	return Scenario{Name: name, SSFs: map[string]ssf.Handler{App: branch}, Setup: setup(map[string]any{"t/k": 1}),
+		Executions: execs, Events: []Event{setK(2), pause}, Crashes: crashes, Check: checkBranch}
+}
+
+// Schedule 1: a result computed from a read no log holds. A reads 1 and pauses; k becomes 2; a
+// duplicate delivery B reads 2, has no effect and finishes; A acts on 1.
+func TestSchedule1ResultFromUnloggedRead(t *testing.T) {
+	explore(t, branchScenario("branch-duplicates", duplicates(2, ssf.Request{}), 0))
+}
+
+// Schedule 2: a redelivered asynchronous start is a replay, never a fresh first run: the first
+// start reads 1, acts and crashes before done; k becomes 2; the redelivery must replay 1.
+func TestSchedule2RedeliveredAsyncStart(t *testing.T) {
+	explore(t, branchScenario("branch-async-redelivered", duplicates(2, ssf.Request{Async: true}), 1))
+}
+
+// Schedule 3: a transaction participant with no caller (a workflow's tx.Call). Attempt 1
+// stalls; attempt 2 reads a = 5, writes nothing and finishes; the coordinator commits; a later
+// write sets a = 0; attempt 1 resumes. No lock may stay held, and b is written only by an
+// attempt that read 0 in the transaction.
+func TestSchedule3ParticipantLockAfterCommit(t *testing.T) {
+	tx := ssf.TxContext{ID: "tx1", Start: 1, Mode: ssf.TxExecute}
+	returned := func(w *World) bool {
+		for _, r := range w.Returns {
+			if r.Finished && r.Err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	sc := Scenario{Name: "tx-participant", Setup: setup(map[string]any{"t/a": 5}),
+		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
+			a, err := readInt(env, "t", "a")
+			if err != nil {
+				return nil, err
+			}
+			if a == 0 {
+				if err := env.Write("t", "b", 1); err != nil {
+					return nil, err
+				}
+			}
+			return a, nil
+		}},
+		Executions: duplicates(2, ssf.Request{Tx: &tx}),
+		Events: []Event{
+			{Name: "commit", Ready: returned, Fire: func(w *World) error {
+				end := tx
+				end.Mode = ssf.TxCommit
+				req, err := ssf.EndTxRequest("end-tx1", App, end)
+				if err != nil {
+					return err
+				}
+				res, err := w.RT[App].Handle(context.Background(), req)
+				if err == nil {
+					err = res.Err()
+				}
+				return err
+			}},
+			{Name: "a=0", Ready: func(w *World) bool { return w.Fired("commit") }, Fire: func(w *World) error {
+				return w.Set(App, map[string]any{"t/a": 0})
+			}},
+		},
+		Check: func(w *World, o Outcome) error {
+			if err := noLocks(o); err != nil {
+				return err
+			}
+			a, err := resultInt(o)
+			if err != nil {
+				return err
+			}
+			if b := item(o, App, "t/b"); a != 0 && b != 0 {
+				return fmt.Errorf("the participant returned a = %d, but b = %d", a, b)
+			}
+			return nil
+		}}
+	explore(t, sc)
+}
+
+// Schedule 4: a workflow's Spawn (an asynchronous instance its holder, the workflow, retries)
+// must finish after a crash: each retry replays what the crashed attempt logged.
+func TestSchedule4HeldSpawnFinishes(t *testing.T) {
+	sc := Scenario{Name: "held-spawn", Setup: setup(map[string]any{"t/k": 1}),
+		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
+			v, err := readInt(env, "t", "k")
+			if err != nil {
+				return nil, err
+			}
+			return v, env.Write("t", "out", v)
+		}},
+		Executions: duplicates(2, ssf.Request{Async: true, Holder: "workflow"}),
+		Hold:       func(context.Context, string) (bool, error) { return true, nil },
+		Events:     []Event{setK(2)},
+		Crashes:    1,
+		Check: func(w *World, o Outcome) error {
+			if !o.Known {
+				// The holder retries until the instance finishes: one more attempt must.
+				res, err := w.RT[App].Handle(context.Background(), duplicates(1, ssf.Request{Async: true, Holder: "workflow"})[0])
+				if err != nil {
+					return fmt.Errorf("a retry after the schedule failed: %w", err)
+				}
+				o.Result, o.Known = res, true
+			}
+			v, err := resultInt(o)
+			if err != nil {
+				return err
+			}
+			if out := item(o, App, "t/out"); out != v {
+				return fmt.Errorf("returned %d, wrote %d", v, out)
+			}
+			return nil
+		}}
+	explore(t, sc)
+}
+
+// Schedule 5: a straggler paused inside a write (between its scan and its conditional update)
+// past T must not apply the write again after the rows that logged it were collected: the
+// final value is the last write of the clients that wrote after the instance finished.
+func TestSchedule5StragglerInsideWrite(t *testing.T) {
+	finished := func(w *World) bool {
+		for _, r := range w.Returns {
+			if r.Finished && r.Err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	sc := Scenario{Name: "straggler-write", Setup: setup(map[string]any{"t/k": 0}),
+		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
+			return nil, env.Write("t", "k", 100)
+		}},
+		Executions: duplicates(2, ssf.Request{}),
+		Events: []Event{
+			{Name: "fill", Ready: func(w *World) bool { return !w.Fired("later") }, Fire: func(w *World) error { return w.Set(App, map[string]any{"t/k": 1}) }},
+			{Name: "later", Ready: finished, Fire: func(w *World) error {
+				for v := 2; v <= 4; v++ {
+					if err := w.Set(App, map[string]any{"t/k": v}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}},
+			{Name: "pause+gc", Ready: func(w *World) bool { return w.Fired("later") }, Fire: func(w *World) error { return w.Pause() }},
+		},
+		Check: func(w *World, o Outcome) error {
+			if k := item(o, App, "t/k"); w.Fired("later") && k != 4 {
+				return fmt.Errorf("k = %d after later writes ended with 4: a write was applied again", k)
+			}
+			return nil
+		}}
+	explore(t, sc)
+}
+
+// Schedule 6: a delivery that read the intent as unfinished and paused past T, while the
+// instance finished and was collected, must not run the handler again.
+func TestSchedule6PausedAfterIntentRead(t *testing.T) {
+	sc := Scenario{Name: "paused-after-intent-read",
+		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
+			return increment(env, "t", "n")
+		}},
+		Executions: duplicates(3, ssf.Request{}),
+		Events:     []Event{pause},
+		Check: func(w *World, o Outcome) error {
+			if n := item(o, App, "t/n"); n != 1 {
+				return fmt.Errorf("one increment applied %d times", n)
+			}
+			if v, err := resultInt(o); o.Known && (err != nil || v != 1) {
+				return fmt.Errorf("result %d (%v), want 1", v, err)
+			}
+			return nil
+		}}
+	explore(t, sc)
+}
+
+func explore(t *testing.T, sc Scenario) {
+	t.Helper()
+	rep, err := Explore(sc, *preemptions, *limit)
+	t.Logf("%s: %d schedules (longest %d decisions) in %v", sc.Name, rep.Schedules, rep.Longest, rep.Elapsed.Round(1e6))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
