@@ -33,8 +33,8 @@ type Env struct {
 	// incarnation tells this instance's write-log entries from those of an earlier instance
 	// that had the same id and was collected (the intent's creation time).
 	incarnation string
-	start     int64    // the intent's creation time: the wait-die age of transactions it begins
-	tx        *txState // the transaction the instance runs in, if any
+	start       int64    // the intent's creation time: the wait-die age of transactions it begins
+	tx          *txState // the transaction the instance runs in, if any
 	// unlogged holds read-log entries not yet written: a read only needs its value durable
 	// before the next externally visible effect, so entries travel together in one batch then
 	// (flush), and reads after the last effect are never written.
