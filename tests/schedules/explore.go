@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -183,39 +185,51 @@ type decision struct {
 // maxSteps bounds one schedule; a run that needs more is reported (an execution spinning).
 const maxSteps = 2000
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() *slog.Logger {
+	if os.Getenv("SCHEDULES_DEBUG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
-// run executes one schedule: choices[i] picks the option at the i-th decision (0 beyond the
-// prefix: continue the current execution when it can).
-func run(sc Scenario, choices []int) (trace []decision, labels []string, err error) {
+// chooser picks the option taken at decision number i, given the decision (options and
+// whether switching is a preemption) and the preemptions taken so far.
+type chooser func(i int, d decision, preempted int) int
+
+// prefix takes choices[i] at the i-th decision and 0 (continue the current execution when it
+// can) beyond.
+func prefix(choices []int) chooser {
+	return func(i int, _ decision, _ int) int {
+		if i < len(choices) {
+			return choices[i]
+		}
+		return 0
+	}
+}
+
+// randomWithin switches to a random option at a decision with probability p, as long as the
+// preemption bound allows: a seeded sample of the schedules within the bound.
+func randomWithin(rng *rand.Rand, bound int, p float64) chooser {
+	return func(_ int, d decision, preempted int) int {
+		if d.options == 1 || rng.Float64() >= p || (d.preemptive && preempted >= bound) {
+			return 0
+		}
+		return rng.IntN(d.options)
+	}
+}
+
+// run executes one schedule, choosing with choose.
+func run(sc Scenario, choose chooser) (trace []decision, labels []string, err error) {
 	s := &scheduler{arrive: make(chan int), resume: make([]chan error, len(sc.Executions)),
 		started: make([]bool, len(sc.Executions)), done: make([]bool, len(sc.Executions))}
 	for i := range s.resume {
 		s.resume[i] = make(chan error)
 	}
-	h := local.NewHost()
-	h.Sequential = true
-	defer h.Close()
-	w := &World{Host: h, Clock: testclock.New(time.Unix(1_700_000_000, 0)), RT: map[string]*ssf.Runtime{},
-		Returns: make([]Return, len(sc.Executions)), fired: map[string]bool{}}
-	capacity := sc.RowCapacity
-	if capacity == 0 {
-		capacity = 2
+	w, closeWorld, err := newWorld(sc, s)
+	if err != nil {
+		return nil, nil, err
 	}
-	for name, handler := range sc.SSFs {
-		rt, err := h.Add(ssf.Config{Name: name, Store: store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://"+name),
-			Handler: withSet(handler), RowCapacity: capacity, Lifetime: Lifetime, GCBound: GCBound,
-			RelaunchDelay: RelaunchDelay, Clock: w.Clock, Faults: s, Hold: sc.Hold, Logger: quiet()})
-		if err != nil {
-			return nil, nil, err
-		}
-		w.RT[name] = rt
-	}
-	if sc.Setup != nil {
-		if err := sc.Setup(w); err != nil {
-			return nil, nil, fmt.Errorf("setup: %w", err)
-		}
-	}
+	defer closeWorld()
 	// Executions that never reach their end (abandoned mid-schedule) are unblocked when the
 	// run returns, so no goroutine is left behind.
 	defer func() {
@@ -247,7 +261,7 @@ func run(sc Scenario, choices []int) (trace []decision, labels []string, err err
 			s.done[-1-j] = true
 		}
 	}
-	cur, crashes := -1, 0
+	cur, crashes, preempted := -1, 0, 0
 	for n := 0; ; n++ {
 		if n > maxSteps {
 			return trace, labels, fmt.Errorf("schedule longer than %d steps: an execution spins", maxSteps)
@@ -280,8 +294,9 @@ func run(sc Scenario, choices []int) (trace []decision, labels []string, err err
 			break
 		}
 		d := decision{options: len(opts), preemptive: cur >= 0 && !s.done[cur]}
-		if len(trace) < len(choices) {
-			d.taken = choices[len(trace)]
+		d.taken = choose(len(trace), d, preempted)
+		if d.preemptive && d.taken > 0 {
+			preempted++
 		}
 		trace = append(trace, d)
 		o := opts[d.taken]
@@ -315,6 +330,36 @@ func run(sc Scenario, choices []int) (trace []decision, labels []string, err err
 		err = sc.Check(w, out)
 	}
 	return trace, labels, err
+}
+
+// newWorld starts the scenario's SSFs on fresh in-memory stores, with faults (nil: none), and
+// runs its Setup.
+func newWorld(sc Scenario, faults ssf.FaultInjector) (*World, func(), error) {
+	h := local.NewHost()
+	h.Sequential = true
+	w := &World{Host: h, Clock: testclock.New(time.Unix(1_700_000_000, 0)), RT: map[string]*ssf.Runtime{},
+		Returns: make([]Return, len(sc.Executions)), fired: map[string]bool{}}
+	capacity := sc.RowCapacity
+	if capacity == 0 {
+		capacity = 2
+	}
+	for name, handler := range sc.SSFs {
+		rt, err := h.Add(ssf.Config{Name: name, Store: store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://"+name),
+			Handler: withSet(handler), RowCapacity: capacity, Lifetime: Lifetime, GCBound: GCBound,
+			RelaunchDelay: RelaunchDelay, Clock: w.Clock, Faults: faults, Hold: sc.Hold, Logger: quiet()})
+		if err != nil {
+			h.Close()
+			return nil, nil, err
+		}
+		w.RT[name] = rt
+	}
+	if sc.Setup != nil {
+		if err := sc.Setup(w); err != nil {
+			h.Close()
+			return nil, nil, fmt.Errorf("setup: %w", err)
+		}
+	}
+	return w, h.Close, nil
 }
 
 // agree checks that every execution that answered its client answered with the instance's
@@ -364,7 +409,9 @@ func (w *World) finish() (Outcome, error) {
 		if pending == 0 {
 			break
 		}
-		w.Clock.Advance(RelaunchDelay + time.Second)
+		// Far enough that an index entry whose intent a fenced execution never created is
+		// removed within a few rounds (T after its launch).
+		w.Clock.Advance(GCBound/4 + time.Second)
 		for _, name := range w.names() {
 			if _, err := w.RT[name].CollectIntents(ctx); err != nil {
 				return o, err
@@ -455,36 +502,48 @@ func (v *Violation) Error() string {
 	return fmt.Sprintf("scenario %s: schedule %v (%s): %v", v.Scenario, v.Choices, strings.Join(v.Labels, " "), v.Err)
 }
 
-// Explore runs every schedule of sc with at most preemptions preemptions (and at most limit
-// schedules, if limit > 0), depth first, and returns the first violation found.
-func Explore(sc Scenario, preemptions, limit int) (Report, error) {
+// Explore runs every schedule of sc with at most preemptions preemptions (at most limit of
+// them, if limit > 0), depth first, then samples more schedules with up to 2 more
+// preemptions (random ones, seeded: the same every run), and returns the first violation.
+func Explore(sc Scenario, preemptions, limit, random int) (rep Report, err error) {
 	start := time.Now()
-	var rep Report
-	var choices []int
-	for {
-		trace, labels, err := run(sc, choices)
+	check := func(trace []decision, labels []string, err error) error {
 		rep.Schedules++
 		rep.Longest = max(rep.Longest, len(trace))
+		if err == nil {
+			return nil
+		}
 		taken := make([]int, len(trace))
 		for i, d := range trace {
 			taken[i] = d.taken
 		}
-		if err != nil {
-			rep.Elapsed = time.Since(start)
-			return rep, &Violation{Scenario: sc.Name, Choices: taken, Labels: labels, Err: err}
+		return &Violation{Scenario: sc.Name, Choices: taken, Labels: labels, Err: err}
+	}
+	defer func() { rep.Elapsed = time.Since(start) }()
+	var choices []int
+	for {
+		trace, labels, err := run(sc, prefix(choices))
+		if err := check(trace, labels, err); err != nil {
+			return rep, err
 		}
 		next, ok := nextSchedule(trace, preemptions)
 		if !ok || (limit > 0 && rep.Schedules >= limit) {
-			rep.Elapsed = time.Since(start)
-			return rep, nil
+			break
 		}
 		choices = next
 	}
+	rng := rand.New(rand.NewPCG(1, uint64(len(sc.Name))))
+	for range random {
+		if err := check(run(sc, randomWithin(rng, preemptions+2, 0.08))); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
 }
 
 // Replay runs one schedule (a Violation's Choices), for a regression test.
 func Replay(sc Scenario, choices []int) error {
-	_, labels, err := run(sc, choices)
+	_, labels, err := run(sc, prefix(choices))
 	if err != nil {
 		return &Violation{Scenario: sc.Name, Choices: choices, Labels: labels, Err: err}
 	}
