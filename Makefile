@@ -5,7 +5,7 @@
 GO ?= go
 export GOTOOLCHAIN ?= local
 
-.PHONY: demo test tools vet bench fuzz build
+.PHONY: demo test test-long tools vet bench fuzz build
 
 ## demo: run the bank transfers demo, then the travel reservation demo, on the embedded SQLite
 ## store, with crashes injected, then the reservations as Temporal workflows while the worker
@@ -17,9 +17,15 @@ demo:
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug
 ## The long-running packages go first: go test starts packages in the order it is given them
 ## (two at a time on two cores), so they overlap the many short ones instead of running last.
-SLOW_PACKAGES = ./tests/txtest ./tests/crashtest ./tests/terraform ./tests/lincheck ./tests/logtest ./cmd/ssfkit
+SLOW_PACKAGES = ./tests/schedules ./tests/txtest ./tests/crashtest ./tests/terraform ./tests/lincheck ./tests/logtest ./cmd/ssfkit
 test: tools vet
 	$(GO) test -race -count=1 -timeout 15m $(SLOW_PACKAGES) $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
+
+## test-long: the default run, then the schedule explorer's long run: every schedule with up
+## to two preemptions (the default run: one, plus 500 seeded random ones per scenario), and
+## 5000 random ones with up to four (docs/protocol.md, "What the tests establish")
+test-long: test
+	$(GO) test -count=1 -timeout 60m ./tests/schedules -schedules.preemptions=2 -schedules.random=5000
 
 ## tools: install the pinned emulators the tests start on 127.0.0.1, and Terraform and the Google
 ## and AzureRM providers (built from the Go module proxy), when they are missing

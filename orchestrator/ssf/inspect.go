@@ -24,16 +24,16 @@ func (rt *Runtime) Pending(ctx context.Context) (int, error) {
 
 // IntentStatus is what the intent table says about an instance.
 type IntentStatus struct {
-	Exists bool   // the intent is registered (the request was accepted)
-	Done   bool   // the instance finished; Result is its outcome unless Collected
+	Exists bool   // the intent is registered (the request was accepted) and not collected
+	Done   bool   // the instance finished; Result is its outcome
 	Result Result //
 	// Collected: the instance finished and was garbage-collected; only its id is remembered
-	// (Config.KeyRetention), and its result is gone.
+	// (Config.KeyRetention) to refuse it, and its result is gone. Exists is false.
 	Collected bool
 }
 
 // Intent returns the status of an instance. An instance whose intent was garbage-collected
-// reads as unknown.
+// reads as unknown, with Collected set while its tombstone is kept.
 func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus, error) {
 	a, found, err := rt.cfg.Store.Get(ctx, intentKey(instanceID))
 	if err != nil || !found {
@@ -43,7 +43,10 @@ func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus,
 	if err != nil {
 		return IntentStatus{}, err
 	}
-	return IntentStatus{Exists: true, Done: in.done, Result: in.result, Collected: in.collected != 0}, nil
+	if in.collected != 0 {
+		return IntentStatus{Collected: true}, nil
+	}
+	return IntentStatus{Exists: true, Done: in.done, Result: in.result}, nil
 }
 
 // Items returns the current value of every item this SSF has written, keyed "table/key". It

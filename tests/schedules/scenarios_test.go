@@ -454,7 +454,7 @@ func TestSchedule7ReusedIDAfterCollection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st, err := w.RT[App].Intent(ctx, InstanceID); err != nil || st.Exists {
+	if st, err := w.RT[App].Intent(ctx, InstanceID); err != nil || st.Exists || st.Collected {
 		t.Fatalf("the tombstone is still there after KeyRetention: %+v %v", st, err)
 	}
 	if err := invoke(); err != nil {
