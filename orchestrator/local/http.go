@@ -108,6 +108,9 @@ func invokeHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, instanceResponse(id, ssf.IntentStatus{Exists: true, Done: true, Result: res}))
 	case errors.Is(err, ssf.ErrBadInput):
 		writeError(w, http.StatusBadRequest, "%v", err)
+	case errors.Is(err, ssf.ErrInstanceCollected):
+		// Never "retry": the key's request ran, and only its result is gone.
+		writeError(w, http.StatusGone, "%v", err)
 	default:
 		// The outcome depends on whether the request got as far as its intent.
 		st, serr := rt.Intent(r.Context(), id)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/memstore"
+	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -196,4 +197,34 @@ func TestHTTPAbandonedExecution(t *testing.T) {
 	// The write is not repeated: 2 + 3, not 2 + 3 + 3.
 	expect(t, "finished by the intent collector", do(t, "GET", srv.URL+loc, "", ""), 200, map[string]any{"status": "done", "output": 5.0})
 	expect(t, "repeat after completion", do(t, "POST", u, "k2", `{"by": 3}`), 200, map[string]any{"output": 5.0})
+}
+
+// A key whose instance finished and was collected answers 410 Gone, never "retry" (503), and
+// never runs the request again.
+func TestHTTPCollectedKeyIsGone(t *testing.T) {
+	h := local.NewHost()
+	clock := testclock.New(time.Unix(1e9, 0))
+	rt, err := h.Add(ssf.Config{
+		Name: "counter", Store: store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://counter"),
+		Handler: counter, Lifetime: time.Minute, GCBound: 2 * time.Minute, Clock: clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(local.HTTPHandler(h))
+	t.Cleanup(func() { srv.Close(); h.Close() })
+	u := srv.URL + "/v1/ssf/counter"
+	expect(t, "first", do(t, "POST", u, "k1", `{"by": 2}`), 200, map[string]any{"output": 2.0})
+	for range 2 { // stamp, then collect
+		clock.Advance(3 * time.Minute)
+		if _, err := rt.CollectGarbage(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := do(t, "POST", u, "k1", `{"by": 2}`)
+	expect(t, "collected key", r, 410, nil)
+	if msg, _ := r.body["error"].(string); !strings.Contains(msg, "collected") {
+		t.Fatalf("410 without saying why: %v", r.body)
+	}
+	expect(t, "state unchanged", do(t, "POST", u, "k2", `{"by": 0}`), 200, map[string]any{"output": 2.0})
 }

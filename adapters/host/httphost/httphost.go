@@ -120,6 +120,8 @@ func (s *Server) handleRequest(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ssf.ErrBadInput):
 		writeError(w, http.StatusBadRequest, err)
+	case errors.Is(err, ssf.ErrInstanceCollected):
+		writeError(w, http.StatusGone, err) // permanent: the instance ran and was collected
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:
