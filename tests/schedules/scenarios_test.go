@@ -55,6 +55,16 @@ func resultInt(o Outcome) (int, error) {
 	return v, nil
 }
 
+// answered reports whether an execution has answered its client.
+func answered(w *World) bool {
+	for _, r := range w.Returns {
+		if r.Finished && r.Err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 func noLocks(o Outcome) error {
 	if len(o.Locks) > 0 {
 		return fmt.Errorf("locks left held: %v", o.Locks)
@@ -140,14 +150,6 @@ func TestSchedule2RedeliveredAsyncStart(t *testing.T) {
 // attempt that read 0 in the transaction.
 func TestSchedule3ParticipantLockAfterCommit(t *testing.T) {
 	tx := ssf.TxContext{ID: "tx1", Start: 1, Mode: ssf.TxExecute}
-	returned := func(w *World) bool {
-		for _, r := range w.Returns {
-			if r.Finished && r.Err == nil {
-				return true
-			}
-		}
-		return false
-	}
 	sc := Scenario{Name: "tx-participant", Setup: setup(map[string]any{"t/a": 5}),
 		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
 			a, err := readInt(env, "t", "a")
@@ -163,7 +165,7 @@ func TestSchedule3ParticipantLockAfterCommit(t *testing.T) {
 		}},
 		Executions: duplicates(2, ssf.Request{Tx: &tx}),
 		Events: []Event{
-			{Name: "commit", Ready: returned, Fire: func(w *World) error {
+			{Name: "commit", Ready: answered, Fire: func(w *World) error {
 				end := tx
 				end.Mode = ssf.TxCommit
 				req, err := ssf.EndTxRequest("end-tx1", App, end)
@@ -236,14 +238,6 @@ func TestSchedule4HeldSpawnFinishes(t *testing.T) {
 // past T must not apply the write again after the rows that logged it were collected: the
 // final value is the last write of the clients that wrote after the instance finished.
 func TestSchedule5StragglerInsideWrite(t *testing.T) {
-	finished := func(w *World) bool {
-		for _, r := range w.Returns {
-			if r.Finished && r.Err == nil {
-				return true
-			}
-		}
-		return false
-	}
 	sc := Scenario{Name: "straggler-write", Setup: setup(map[string]any{"t/k": 0}),
 		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
 			return nil, env.Write("t", "k", 100)
@@ -251,7 +245,7 @@ func TestSchedule5StragglerInsideWrite(t *testing.T) {
 		Executions: duplicates(2, ssf.Request{}),
 		Events: []Event{
 			{Name: "fill", Ready: func(w *World) bool { return !w.Fired("later") }, Fire: func(w *World) error { return w.Set(App, map[string]any{"t/k": 1}) }},
-			{Name: "later", Ready: finished, Fire: func(w *World) error {
+			{Name: "later", Ready: answered, Fire: func(w *World) error {
 				for v := 2; v <= 4; v++ {
 					if err := w.Set(App, map[string]any{"t/k": v}); err != nil {
 						return err
