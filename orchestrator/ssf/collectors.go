@@ -134,11 +134,14 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 		if err != nil {
 			return rep, err
 		}
+		// A finish time must not precede the finish: the instances found finished before the
+		// scan returned, which may be long after the pass began (a paused collector).
+		scanned := rt.now()
 		for _, row := range rows {
 			fin, ok := row.Attrs[attrFinishTime].(int64)
 			if !ok {
 				if _, err := rt.st.Update(ctx, row.Key, store.And(store.RowExists(), store.NotExists(store.Attr(attrFinishTime))),
-					store.Update{store.SetAttr(store.Attr(attrFinishTime), now)}); err != nil {
+					store.Update{store.SetAttr(store.Attr(attrFinishTime), scanned)}); err != nil {
 					return rep, err
 				}
 				rep.Stamped++
@@ -206,11 +209,12 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 		// The tombstone is entered in its index first, so that a crash in between leaves an
 		// entry for a live intent (forgotten later: the intent is checked), never a tombstone
 		// that is never forgotten.
-		if _, err := rt.st.Update(ctx, tombstoneKey(rt.cfg.IndexShards, id, now), store.Always(),
+		collected := rt.now()
+		if _, err := rt.st.Update(ctx, tombstoneKey(rt.cfg.IndexShards, id, collected), store.Always(),
 			store.Update{store.SetAttr(store.Attr(attrKind), "tombstone")}); err != nil {
 			return rep, err
 		}
-		if _, err := rt.st.Update(ctx, intentKey(id), store.RowExists(), tombstone(now)); err != nil {
+		if _, err := rt.st.Update(ctx, intentKey(id), store.RowExists(), tombstone(collected)); err != nil {
 			return rep, err
 		}
 		if _, err := rt.st.Delete(ctx, finishedKey(rt.cfg.IndexShards, id), store.Always()); err != nil {
@@ -440,6 +444,9 @@ func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone
 	if len(chain) == 0 {
 		return nil
 	}
+	// Rows found unreachable became so before the scan returned: their dangle time is taken
+	// after it, however long the pass was paused before.
+	scanned := rt.now()
 	// The last row of the skeleton is the tail, or (if the scan missed rows appended since) a
 	// row before it: treating it as the tail only makes the GC more conservative.
 	tail := chain[len(chain)-1].id
@@ -460,7 +467,7 @@ func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone
 		dangled, ok := r.Attrs[attrDangleTime].(int64)
 		if !ok {
 			if _, err := rt.st.Update(ctx, r.Key, store.And(store.RowExists(), store.NotExists(store.Attr(attrDangleTime))),
-				store.Update{store.SetAttr(store.Attr(attrDangleTime), now)}); err != nil {
+				store.Update{store.SetAttr(store.Attr(attrDangleTime), scanned)}); err != nil {
 				return err
 			}
 			rep.Dangling++

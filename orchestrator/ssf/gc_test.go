@@ -509,3 +509,42 @@ func TestGCRemovesFinishedTransactions(t *testing.T) {
 	}
 	noLocks(t, rts)
 }
+
+// pausedCollector stalls the first garbage-collector pass at its first scan of the finished
+// index, for d, during which an instance finishes (as if the collector were paused that long).
+type pausedCollector struct {
+	once   sync.Once
+	during func()
+	clock  *testclock.Manual
+	d      time.Duration
+}
+
+func (p *pausedCollector) Inject(_ context.Context, fp ssf.FaultPoint) error {
+	if fp.Instance == ssf.CollectorGC && fp.Op == "scan" && strings.HasPrefix(fp.Key.Partition, "f|") && !fp.After {
+		p.once.Do(func() {
+			p.clock.Advance(p.d)
+			p.during()
+		})
+	}
+	return nil
+}
+
+// A collector paused between starting its pass and scanning the finished index must stamp
+// what it finds with the time it found it, not the time the pass began: an instance that
+// finished during the pause would otherwise be collected less than T after it finished, while
+// an execution of it may still run.
+func TestGCStampsFinishTimesAfterAPause(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	p := &pausedCollector{clock: c, d: 90 * time.Second}
+	h, rt := newWriter(t, c, p)
+	p.during = func() { write(t, h, "finished-during-pause", 1) }
+	gc(t, rt)              // paused 90 s; stamps the instance that finished in the pause
+	c.Advance(time.Minute) // 60 s after it finished, less than T (2 minutes)
+	if r := gc(t, rt); r.Recyclable != 0 || r.IntentsRemoved != 0 {
+		t.Fatalf("an instance finished 60 s ago was collected with T = %v: %+v", bound, r)
+	}
+	c.Advance(time.Minute + time.Second)
+	if r := gc(t, rt); r.IntentsRemoved != 1 {
+		t.Fatalf("the instance was not collected T after it finished: %+v", r)
+	}
+}
