@@ -33,7 +33,11 @@ type Host struct {
 	// a time. Tests use it so that every run of a scenario executes the same steps in the same
 	// order, and "crash at step k" means the same step each time.
 	Sequential bool
-	queue      []spawn
+	// SpawnCopies delivers every asynchronous start this many times (0 or 1: once), the way
+	// at-least-once queues and asynchronous invocations do; in concurrent mode the copies run
+	// at the same time. Tests use it to duplicate and redeliver starts.
+	SpawnCopies int
+	queue       []spawn
 	// queues route SSFs' asynchronous starts through message queues (see UseQueue).
 	queues map[string]*queue.Queue
 	// logTables hold shared logs the garbage collection rounds collect (CollectLogs).
@@ -122,19 +126,21 @@ func (h *Host) Spawn(ctx context.Context, name string, req ssf.Request) error {
 	if q := h.queueFor(name); q != nil {
 		return enqueue(ctx, q, req)
 	}
-	if h.Sequential {
-		h.mu.Lock()
-		h.queue = append(h.queue, spawn{rt: rt, req: req})
-		h.mu.Unlock()
-		return nil
-	}
-	h.spawned.Add(1)
-	go func() {
-		defer h.spawned.Done()
-		if _, err := rt.Handle(h.ctx, req); err != nil {
-			h.logger().Debug("spawned execution did not complete", "ssf", name, "instance", req.InstanceID, "err", err)
+	for range max(h.SpawnCopies, 1) {
+		if h.Sequential {
+			h.mu.Lock()
+			h.queue = append(h.queue, spawn{rt: rt, req: req})
+			h.mu.Unlock()
+			continue
 		}
-	}()
+		h.spawned.Add(1)
+		go func() {
+			defer h.spawned.Done()
+			if _, err := rt.Handle(h.ctx, req); err != nil {
+				h.logger().Debug("spawned execution did not complete", "ssf", name, "instance", req.InstanceID, "err", err)
+			}
+		}()
+	}
 	return nil
 }
 

@@ -115,7 +115,7 @@ func invokeHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 		// The outcome depends on whether the request got as far as its intent.
 		st, serr := rt.Intent(r.Context(), id)
 		switch {
-		case serr != nil || !st.Exists:
+		case serr != nil || (!st.Exists && !st.Done):
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, "request not accepted, retry with Idempotency-Key %q: %v", id, err)
 		case st.Done:
@@ -137,7 +137,7 @@ func instanceHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "reading instance %s of %s: %v", id, rt.Name(), err)
-	case !st.Exists:
+	case !st.Exists && !st.Collected:
 		writeError(w, http.StatusNotFound, "SSF %s has no instance %q: never accepted, or garbage-collected after it finished", rt.Name(), id)
 	default:
 		writeJSON(w, http.StatusOK, instanceResponse(id, st))

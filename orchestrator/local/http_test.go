@@ -199,9 +199,9 @@ func TestHTTPAbandonedExecution(t *testing.T) {
 	expect(t, "repeat after completion", do(t, "POST", u, "k2", `{"by": 3}`), 200, map[string]any{"output": 5.0})
 }
 
-// A key whose instance finished and was collected answers 410 Gone, never "retry" (503), and
-// never runs the request again.
-func TestHTTPCollectedKeyIsGone(t *testing.T) {
+// A key whose instance finished and was collected answers with its result, never "retry"
+// (503), and never runs the request again.
+func TestHTTPCollectedKeyAnswersItsResult(t *testing.T) {
 	h := local.NewHost()
 	clock := testclock.New(time.Unix(1e9, 0))
 	rt, err := h.Add(ssf.Config{
@@ -221,10 +221,11 @@ func TestHTTPCollectedKeyIsGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := do(t, "POST", u, "k1", `{"by": 2}`)
-	expect(t, "collected key", r, 410, nil)
-	if msg, _ := r.body["error"].(string); !strings.Contains(msg, "collected") {
-		t.Fatalf("410 without saying why: %v", r.body)
+	runs := rt.Stats().Executions
+	expect(t, "collected key", do(t, "POST", u, "k1", `{"by": 2}`), 200, map[string]any{"status": "done", "output": 2.0})
+	if got := rt.Stats().Executions; got != runs {
+		t.Fatalf("a collected key ran its handler again (%d executions, want %d)", got, runs)
 	}
+	expect(t, "collected instance", do(t, "GET", u+"/instances/k1", "", ""), 200, map[string]any{"status": "done", "output": 2.0})
 	expect(t, "state unchanged", do(t, "POST", u, "k2", `{"by": 0}`), 200, map[string]any{"output": 2.0})
 }

@@ -44,10 +44,18 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 				return rep, err
 			}
 			switch {
-			case !found:
-				// The creator died between the index entry and the intent. After T it cannot
-				// still be creating it; nobody was told the instance exists.
+			case !found || a[attrVoid] != nil:
+				// The creator died or stalled between the index entry and the intent; nobody
+				// was told the instance exists. After T its fence stopped it, but its creation
+				// may still be in flight: the void makes it fail, so no intent can appear that
+				// the index no longer names.
 				if time.Duration(now-launched) > rt.cfg.GCBound {
+					if voided, err := rt.voidIntent(ctx, id, a, found); err != nil || !voided {
+						if err != nil {
+							return rep, err
+						}
+						continue // created meanwhile: a live intent, judged on the next pass
+					}
 					if _, err := rt.st.Delete(ctx, row.Key, store.Equal(store.Attr(attrLaunched), launched)); err != nil {
 						return rep, err
 					}
@@ -90,6 +98,20 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// voidIntent marks the intent row of an instance whose creation never landed, unless it was
+// created meanwhile, and reports whether the row is void. A creation still in flight from an
+// execution fenced off since then fails against it; a request that starts later replaces it.
+func (rt *Runtime) voidIntent(ctx context.Context, id string, a store.Attrs, found bool) (bool, error) {
+	if found {
+		return true, nil // already void
+	}
+	r, err := rt.st.Update(ctx, intentKey(id), store.RowAbsent(), store.Update{store.SetAttr(store.Attr(attrVoid), rt.now())})
+	if err != nil {
+		return false, err
+	}
+	return r.Applied || r.Attrs[attrVoid] != nil, nil
 }
 
 // GCReport summarises one garbage-collector pass.
@@ -214,7 +236,7 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 			store.Update{store.SetAttr(store.Attr(attrKind), "tombstone")}); err != nil {
 			return rep, err
 		}
-		if _, err := rt.st.Update(ctx, intentKey(id), store.RowExists(), tombstone(collected)); err != nil {
+		if _, err := rt.st.Update(ctx, intentKey(id), store.Always(), tombstone(collected)); err != nil {
 			return rep, err
 		}
 		if _, err := rt.st.Delete(ctx, finishedKey(rt.cfg.IndexShards, id), store.Always()); err != nil {
@@ -229,10 +251,10 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 }
 
 // tombstone turns an intent into the record that its instance was collected at now: done,
-// with nothing else kept.
+// with its result and nothing else kept.
 func tombstone(now int64) store.Update {
 	upd := store.Update{store.SetAttr(store.Attr(attrDone), true), store.SetAttr(store.Attr(attrCollected), now)}
-	for _, a := range []string{attrArgs, attrResult, attrCaller, attrCallerID, attrCallerStep, attrTxID, attrTxStart, attrBuiltin, attrHolder} {
+	for _, a := range []string{attrArgs, attrCaller, attrCallerID, attrCallerStep, attrTxID, attrTxStart, attrBuiltin, attrHolder, attrVoid} {
 		upd = append(upd, store.RemoveAttr(store.Attr(a)))
 	}
 	return upd
@@ -376,8 +398,10 @@ func (rt *Runtime) judge(ctx context.Context, id string, entry store.Attrs) (ent
 		return v, nil
 	}
 	a, found, err := rt.st.Get(ctx, intentKey(id))
-	if err != nil || !found || a[attrDone] == true {
-		return entryRecyclable, err // absent: its creator died before the intent, and no retry will come
+	if err != nil || !found || a[attrDone] == true || a[attrVoid] != nil {
+		// Absent: its creator died before the intent, and no retry will come; the tombstone
+		// this entry gets fences a creation still in flight.
+		return entryRecyclable, err
 	}
 	// The holder closed with the instance unfinished (a terminated workflow): the intent
 	// collector finishes it like any unfinished instance, releasing what it holds.
@@ -422,7 +446,7 @@ func (g *recyclability) of(ctx context.Context, id, incarnation string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	gone := !found || a[attrCollected] != nil
+	gone := !found || a[attrCollected] != nil || a[attrVoid] != nil
 	if !gone {
 		start, _ := a[attrStart].(int64)
 		gone = strconv.FormatInt(start, 36) != incarnation

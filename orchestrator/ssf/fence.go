@@ -22,6 +22,7 @@ import (
 
 type fence struct {
 	clock    Clock
+	started  time.Time
 	deadline time.Time
 	lifetime time.Duration
 }
@@ -30,7 +31,8 @@ type fenceKey struct{}
 
 // startFence starts an execution's lifetime now and returns a context carrying it.
 func (rt *Runtime) startFence(ctx context.Context) (context.Context, *fence) {
-	f := &fence{clock: rt.clock, deadline: rt.clock.Now().Add(rt.cfg.Lifetime), lifetime: rt.cfg.Lifetime}
+	now := rt.clock.Now()
+	f := &fence{clock: rt.clock, started: now, deadline: now.Add(rt.cfg.Lifetime), lifetime: rt.cfg.Lifetime}
 	return context.WithValue(ctx, fenceKey{}, f), f
 }
 

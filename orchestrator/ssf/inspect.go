@@ -27,8 +27,8 @@ type IntentStatus struct {
 	Exists bool   // the intent is registered (the request was accepted) and not collected
 	Done   bool   // the instance finished; Result is its outcome
 	Result Result //
-	// Collected: the instance finished and was garbage-collected; only its id is remembered
-	// (Config.KeyRetention) to refuse it, and its result is gone. Exists is false.
+	// Collected: the instance finished and was garbage-collected: its logs are gone, and only
+	// its id and result are remembered (Config.KeyRetention). Exists is false, Done true.
 	Collected bool
 }
 
@@ -36,7 +36,7 @@ type IntentStatus struct {
 // reads as unknown, with Collected set while its tombstone is kept.
 func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus, error) {
 	a, found, err := rt.cfg.Store.Get(ctx, intentKey(instanceID))
-	if err != nil || !found {
+	if err != nil || !found || a[attrVoid] != nil {
 		return IntentStatus{}, err
 	}
 	in, err := decodeIntent(instanceID, a)
@@ -44,7 +44,7 @@ func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus,
 		return IntentStatus{}, err
 	}
 	if in.collected != 0 {
-		return IntentStatus{Collected: true}, nil
+		return IntentStatus{Done: true, Result: in.result, Collected: true}, nil
 	}
 	return IntentStatus{Exists: true, Done: in.done, Result: in.result}, nil
 }

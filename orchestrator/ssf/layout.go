@@ -63,6 +63,7 @@ const (
 	attrHeldIndex  = "HeldIndex"  // bool: in the finished index from creation; its holder retries it
 	attrEndsTx     = "EndsTx"     // string, on a finished-index entry: the transaction the instance ended
 	attrCollected  = "Collected"  // int64 unix nanos the GC collected the instance; the intent is a tombstone since
+	attrVoid       = "Void"       // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }

@@ -52,8 +52,8 @@ type Config struct {
 	// its next pass. An error counts as "may". Nil: holders are ignored.
 	Hold func(ctx context.Context, holder string) (bool, error)
 	// KeyRetention is how long the id of a collected instance is remembered after collection
-	// (a tombstone in place of its intent): a request for it within that time is refused with
-	// ErrInstanceCollected instead of running the instance again. It bounds how late a
+	// (a tombstone in place of its intent, with its result): a request for it within that time
+	// gets that result instead of running the instance again. It bounds how late a
 	// platform may deliver a request (a queue's redelivery, an asynchronous retry). Default 7
 	// days; it must exceed GCBound.
 	KeyRetention time.Duration
@@ -235,14 +235,20 @@ type intent struct {
 	// heldIndex: the finished-index entry was written at creation (holderRetries)
 	heldIndex bool
 	collected int64 // when the GC collected the instance; the intent is a tombstone since
+	hasResult bool  // the result is recorded (a tombstone keeps it)
 }
 
 // incarnation tells this instance from an earlier one with the same id (see logKey).
 func (in *intent) incarnation() string { return strconv.FormatInt(in.start, 36) }
 
-// collectedError reports a request for an instance that was collected.
-func collectedError(ssfName string, in *intent) error {
-	return fmt.Errorf("%w: SSF %s: instance %s finished and was collected at %s; its result is no longer kept, and its id cannot run again (use a new instance id for a new request)",
+// collectedOutcome is the answer to a request for a collected instance: the result its
+// tombstone kept, or, for an instance that never ran (its holder closed before its intent was
+// created), ErrInstanceCollected. Never a new run.
+func collectedOutcome(ssfName string, in *intent) (Result, error) {
+	if in.hasResult {
+		return in.result, nil
+	}
+	return Result{}, fmt.Errorf("%w: SSF %s: instance %s was collected at %s without a result; its id cannot run again (use a new instance id for a new request)",
 		ErrInstanceCollected, ssfName, in.id, time.Unix(0, in.collected).UTC().Format(time.RFC3339))
 }
 
@@ -265,6 +271,7 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 	in.heldIndex, _ = a[attrHeldIndex].(bool)
 	in.collected, _ = a[attrCollected].(int64)
 	if r, ok := a[attrResult].([]byte); ok {
+		in.hasResult = true
 		if err := json.Unmarshal(r, &in.result); err != nil {
 			return nil, fmt.Errorf("%w: intent %s: result: %v", ErrCorrupt, id, err)
 		}
@@ -272,9 +279,14 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 	return in, nil
 }
 
+// errVoided: the intent this execution was creating was voided by the intent collector (the
+// creation was in flight for longer than T); the request starts over.
+var errVoided = errors.New("ssf: intent creation voided by the intent collector")
+
 // ensureIntent returns the instance's intent, creating it with its index entry for a new
-// instance. created reports whether this call created it.
-func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, created bool, err error) {
+// instance. created reports whether this call created it. f is the execution's fence: a
+// creation may replace a void only if the execution started after the void was written.
+func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in *intent, created bool, err error) {
 	key := intentKey(req.InstanceID)
 	heldIndex := rt.holderRetries(req)
 	if !heldIndex {
@@ -284,7 +296,7 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 		if err != nil {
 			return nil, false, err
 		}
-		if found {
+		if found && a[attrVoid] == nil {
 			in, err := decodeIntent(req.InstanceID, a)
 			return in, false, err
 		}
@@ -332,9 +344,15 @@ func (rt *Runtime) ensureIntent(ctx context.Context, req Request) (in *intent, c
 	// The index entry comes first (batches apply in order where they are not atomic): an
 	// intent that exists is always findable by the collectors. On the held path the creation
 	// is attempted first: a retried activity finds its intent in the failed condition's answer.
-	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{index, {Key: key, Cond: store.RowAbsent(), Update: upd}})
+	// A void the intent collector left is replaced only by an execution that started after it.
+	upd = append(upd, store.RemoveAttr(store.Attr(attrVoid)))
+	create := store.Or(store.RowAbsent(), store.Compare(store.Attr(attrVoid), store.Lt, f.started.UnixNano()))
+	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{index, {Key: key, Cond: create, Update: upd}})
 	if err != nil {
 		return nil, false, err
+	}
+	if !rs[1].Applied && rs[1].Attrs[attrVoid] != nil {
+		return nil, false, errVoided
 	}
 	in, err = decodeIntent(req.InstanceID, rs[1].Attrs)
 	return in, rs[1].Applied, err
@@ -377,7 +395,10 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 		// unfinished started before it finished, so it is fenced off T before the garbage
 		// collector may remove the instance's logs.
 		fctx, f := rt.startFence(ctx)
-		in, created, err := rt.ensureIntent(fctx, req)
+		in, created, err := rt.ensureIntent(fctx, f, req)
+		if errors.Is(err, errVoided) && attempt < maxDivergedRetries {
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, ErrBadInput) {
 				return Result{}, err
@@ -385,7 +406,7 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 			return Result{}, rt.abandon(req.InstanceID, err)
 		}
 		if in.collected != 0 {
-			return Result{}, collectedError(rt.cfg.Name, in)
+			return collectedOutcome(rt.cfg.Name, in)
 		}
 		if in.done {
 			return in.result, nil
@@ -406,8 +427,9 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 	}
 }
 
-// maxDivergedRetries bounds how often one request starts over after diverging: each diverged
-// execution lost a race to another one that logged first, which makes progress.
+// maxDivergedRetries bounds how often one request starts over after diverging (each diverged
+// execution lost a race to another one that logged first, which makes progress) or after its
+// intent creation was voided.
 const maxDivergedRetries = 3
 
 // registerAsync is the registration of an asynchronous call (Beldi §4.5): acknowledge through
@@ -535,7 +557,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 			return Result{}, err
 		}
 		if stored.collected != 0 {
-			return Result{}, collectedError(rt.cfg.Name, stored)
+			return collectedOutcome(rt.cfg.Name, stored)
 		}
 		if !stored.done {
 			return Result{}, fmt.Errorf("%w: intent %s vanished before it was done", ErrCorrupt, in.id)

@@ -122,9 +122,10 @@ var (
 	// ErrTxAborted: the transaction must abort (wait-die, the application, or a participant);
 	// operations in it fail with this until EndTx, which aborts it.
 	ErrTxAborted = errors.New("ssf: transaction aborted")
-	// ErrInstanceCollected: the instance finished and was garbage-collected; its id is
-	// remembered (Config.KeyRetention) so that a late delivery of its request cannot run it
-	// again. A new request needs a new instance id.
+	// ErrInstanceCollected: the instance was garbage-collected without a result (its holder
+	// closed before it ran); its id is remembered (Config.KeyRetention) so that a late delivery
+	// of its request cannot run it. A new request needs a new instance id. (A collected instance
+	// that finished answers with its result.)
 	ErrInstanceCollected = errors.New("ssf: instance already finished and collected")
 	// ErrCrashed is what fault injectors return to simulate a crash at a point.
 	ErrCrashed = errors.New("ssf: crash injected")

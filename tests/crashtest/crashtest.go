@@ -2,7 +2,8 @@
 // nested synchronous calls, an asynchronous call that makes a nested synchronous call, reads,
 // writes, conditional writes, logged time) while killing executions at injection points: before
 // and after every store operation (after = the effect happened but the reply was lost), around
-// every call to another SSF and every callback, and before an intent is marked done. The intent
+// every call to another SSF and every callback, and before an intent is marked done. Every
+// asynchronous start is delivered twice (redelivered, or duplicated concurrently). The intent
 // collector then re-runs what was left unfinished, and the suite checks that the final state and
 // every request's result equal those of one clean run, that the application's invariants hold,
 // and that the garbage collector, run past the bound T, removes every log without changing state.
@@ -67,6 +68,9 @@ type world struct {
 func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, sequential bool) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: testclock.New(time.Unix(1_700_000_000, 0))}
 	w.host.Sequential = sequential
+	// Every asynchronous start is delivered twice: redelivered after the first copy ran (or
+	// crashed) on a sequential host, duplicated concurrently on a concurrent one.
+	w.host.SpawnCopies = 2
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for name, h := range bank.Handlers() {
 		rt, err := w.host.Add(ssf.Config{

@@ -54,13 +54,16 @@ type Options struct {
 	RelaunchDelay time.Duration
 }
 
-// op is one step an instance performs; kinds: read, write, cas, and incr (write the value this
-// instance last read for the key, plus one; a plain write if it has not read it).
+// op is one step an instance performs; kinds: read, write, cas, incr (write the value this
+// instance last read for the key, plus one; a plain write if it has not read it), and branch
+// (read the key, and write Value to Then only if the value read is an even number: an effect
+// that depends on a read, as "check the balance, then debit" does).
 type op struct {
 	Kind   string          `json:"kind"`
 	Key    string          `json:"key"`
 	Value  int             `json:"value,omitempty"`
 	Expect json.RawMessage `json:"expect,omitempty"` // cas: the value the key must hold (null: absent)
+	Then   string          `json:"then,omitempty"`   // branch: the key written if the read is even
 }
 
 type input struct {
@@ -68,10 +71,13 @@ type input struct {
 	Ops    []op `json:"ops"`
 }
 
-// outcome is what one step saw (a read's value, a cas's result) and wrote.
+// outcome is what one step saw (a read's value, a cas's result) and wrote. A branch's result
+// says whether it acted; the history holds its write only then, so an effect its result does
+// not report (or the reverse) shows as a value no linearization explains.
 type outcome struct {
 	Out     string `json:"out"`
 	Written int    `json:"written"`
+	Acted   bool   `json:"acted,omitempty"`
 }
 
 // timing is what the recorder keeps per (instance, step) across executions.
@@ -129,6 +135,18 @@ func (r *recorder) handler(env *ssf.Env, raw json.RawMessage) (any, error) {
 			if n, err := strconv.Atoi(out.Out); err == nil {
 				seen[o.Key] = n
 			}
+		case "branch":
+			v, err := env.Read("kv", o.Key)
+			if err != nil {
+				return nil, err
+			}
+			out.Out = string(v)
+			if n, err := strconv.Atoi(out.Out); err == nil && n%2 == 0 {
+				if err := env.Write("kv", o.Then, o.Value); err != nil {
+					return nil, err
+				}
+				out.Written, out.Acted = o.Value, true
+			}
 		case "write", "incr":
 			out.Written = o.Value
 			if n, ok := seen[o.Key]; ok && o.Kind == "incr" {
@@ -158,12 +176,16 @@ func (r *recorder) handler(env *ssf.Env, raw json.RawMessage) (any, error) {
 type delayingDriver struct {
 	store.Driver
 	*pauser
+	inTx bool // inside a store transaction, which holds its locks across the pause
 }
 
 type pauser struct {
-	mu  sync.Mutex
-	rng *rand.Rand
-	max time.Duration
+	mu         sync.Mutex
+	rng        *rand.Rand
+	max        time.Duration
+	longStall  time.Duration
+	calls      int
+	longStalls int
 }
 
 // delaying wraps d; over a store with transactions, the operations inside them are delayed too
@@ -180,7 +202,7 @@ type delayingTransactor struct{ *delayingDriver }
 
 func (d delayingTransactor) Transact(ctx context.Context, fn func(store.Driver) error) error {
 	return d.Driver.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
-		return fn(&delayingDriver{Driver: tx, pauser: d.pauser})
+		return fn(&delayingDriver{Driver: tx, pauser: d.pauser, inTx: true})
 	})
 }
 
@@ -188,10 +210,24 @@ func (d delayingTransactor) Transact(ctx context.Context, fn func(store.Driver) 
 // executions and collectors overtake a call in flight. It stays well under T - Lifetime.
 const stall = 30 * time.Millisecond
 
-func (d *pauser) pause() {
+// stallPastTEvery makes every so many calls, up to maxStallsPastT, a pause past every bound
+// (longStall: the execution's lifetime and T, twice): the call is in flight while its instance
+// may finish and be collected, and while collectors overtake it (a SIGSTOP, a VM migration).
+// Never inside a store transaction: its locks would stop every other execution too.
+const (
+	stallPastTEvery = 1500
+	maxStallsPastT  = 20
+)
+
+func (d *delayingDriver) pause() {
 	d.mu.Lock()
+	d.calls++
 	n := time.Duration(d.rng.Int63n(int64(d.max) + 1))
-	if d.rng.Intn(300) == 0 {
+	switch {
+	case !d.inTx && d.longStalls < maxStallsPastT && d.calls%stallPastTEvery == stallPastTEvery/2:
+		n = d.longStall
+		d.longStalls++
+	case d.rng.Intn(300) == 0:
 		n = stall
 	}
 	d.mu.Unlock()
@@ -274,7 +310,8 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 		relaunch = 5 * time.Millisecond
 	}
 	base := newStore(t, "kv")
-	tbl := store.NewTable(delaying(base.Driver(), &pauser{rng: rand.New(rand.NewSource(o.Seed + 1)), max: o.MaxDelay}), base.Name())
+	pauses := &pauser{rng: rand.New(rand.NewSource(o.Seed + 1)), max: o.MaxDelay, longStall: 2 * (lifetime + 2*lifetime)}
+	tbl := store.NewTable(delaying(base.Driver(), pauses), base.Name())
 
 	host := local.NewHost()
 	host.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // crashed collector passes are expected
@@ -336,7 +373,9 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 				in := input{Client: c}
 				for i := 0; i < 2+rng.Intn(3); i++ {
 					key := fmt.Sprintf("k%d", rng.Intn(o.Keys))
-					switch k := rng.Intn(4); {
+					switch k := rng.Intn(5); {
+					case k == 4:
+						in.Ops = append(in.Ops, op{Kind: "branch", Key: key, Then: fmt.Sprintf("k%d", rng.Intn(o.Keys)), Value: 2 * (c*1_000_000 + n*10 + i)})
 					case k == 0:
 						in.Ops = append(in.Ops, op{Kind: "read", Key: key})
 					case k == 1:
@@ -403,8 +442,9 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Rows unlinked near the end become deletable T later: on a loaded machine that can be
-	// after the clients stop, so the collectors get up to a few bounds more to delete some.
-	for wait := time.Now().Add(4 * 2 * lifetime); time.Now().Before(wait); time.Sleep(20 * time.Millisecond) {
+	// after the clients stop, so the collectors get up to a few bounds more to delete some
+	// (and the time of two calls paused past T, which may be theirs).
+	for wait := time.Now().Add(4*2*lifetime + 2*pauses.longStall); time.Now().Before(wait); time.Sleep(20 * time.Millisecond) {
 		gcMu.Lock()
 		deleted := gc.RowsDeleted
 		gcMu.Unlock()
@@ -417,14 +457,17 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 	host.Wait()
 
 	st := rt.Stats()
-	t.Logf("%d instances, %d executions (%d re-executions, %d relaunched by the IC), %d crashes injected; GC unlinked %d rows, deleted %d, removed %d intents",
-		instances, st.Executions, st.Reexecutions, st.Relaunched, crashes.count, gc.Disconnected, gc.RowsDeleted, gc.IntentsRemoved)
+	pauses.mu.Lock()
+	longStalls := pauses.longStalls
+	pauses.mu.Unlock()
+	t.Logf("%d instances, %d executions (%d re-executions, %d relaunched by the IC), %d crashes injected, %d calls paused past T; GC unlinked %d rows, deleted %d, removed %d intents",
+		instances, st.Executions, st.Reexecutions, st.Relaunched, crashes.count, longStalls, gc.Disconnected, gc.RowsDeleted, gc.IntentsRemoved)
 	if st.Corruptions != 0 {
 		t.Fatalf("%d corruptions detected (a live execution reached a deleted row)", st.Corruptions)
 	}
-	if gc.RowsDeleted == 0 || crashes.count == 0 || st.Reexecutions == 0 {
-		t.Fatalf("the run did not exercise what it checks (rows deleted %d, crashes %d, re-executions %d): lengthen Duration",
-			gc.RowsDeleted, crashes.count, st.Reexecutions)
+	if gc.RowsDeleted == 0 || crashes.count == 0 || st.Reexecutions == 0 || longStalls == 0 {
+		t.Fatalf("the run did not exercise what it checks (rows deleted %d, crashes %d, re-executions %d, calls paused past T %d): lengthen Duration",
+			gc.RowsDeleted, crashes.count, st.Reexecutions, longStalls)
 	}
 	check(t, rec, ids, &inputs, &results)
 }
@@ -470,10 +513,25 @@ func check(t suite.T, rec *recorder, ids []string, inputs, results *sync.Map) {
 			if !ok {
 				t.Fatalf("step %s/%d: the result says %+v, which no execution returned", id, i, o)
 			}
-			history = append(history, porcupine.Operation{ClientId: in.Client, Input: step{in.Ops[i], o.Written}, Call: tm.call, Output: o.Out, Return: ret})
+			add := func(s step, out string) {
+				history = append(history, porcupine.Operation{ClientId: in.Client, Input: s, Call: tm.call, Output: out, Return: ret})
+			}
+			if op := in.Ops[i]; op.Kind == "branch" {
+				add(step{op: op2(op, "read", op.Key)}, o.Out)
+				if o.Acted {
+					add(step{op: op2(op, "write", op.Then), written: o.Written}, "")
+				}
+				continue
+			}
+			add(step{in.Ops[i], o.Written}, o.Out)
 		}
 	}
 	linearizability.Check(t, registerModel, history)
+}
+
+// op2 is the read or the write of a branch, as an op of that kind on key.
+func op2(branch op, kind, key string) op {
+	return op{Kind: kind, Key: key, Value: branch.Value}
 }
 
 // step is a history entry's input: the op and the value it wrote (incr decides at run time).

@@ -129,12 +129,16 @@ func (w *World) Set(ssfName string, values map[string]any) error {
 
 // Pause moves the clock past every execution's lifetime and the GC's bound T, with collector
 // passes in between, as if every running execution was paused (SIGSTOP, a VM migration, a GC
-// pause) while the rest of the system went on: the garbage collector stamps finished instances,
-// and T later collects them.
+// pause) while the rest of the system went on: the intent collector relaunches what is
+// unfinished (the relaunches run after the schedule) and removes index entries whose intent
+// was never created, the garbage collector stamps finished instances, and T later collects them.
 func (w *World) Pause() error {
 	for range 2 {
 		w.Clock.Advance(GCBound + Lifetime + time.Second)
 		for _, name := range w.names() {
+			if _, err := w.RT[name].CollectIntents(context.Background()); err != nil {
+				return err
+			}
 			if _, err := w.RT[name].CollectGarbage(context.Background()); err != nil {
 				return err
 			}
@@ -426,7 +430,7 @@ func (w *World) finish() (Outcome, error) {
 	switch {
 	case st.Exists && !st.Done:
 		return o, errors.New("the instance is not done after the intent collector ran")
-	case st.Exists && !st.Collected:
+	case st.Done: // kept, or collected with its result
 		o.Result, o.Known = st.Result, true
 	default:
 		for _, r := range w.Returns {
