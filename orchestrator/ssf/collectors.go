@@ -50,11 +50,14 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 				// may still be in flight: the void makes it fail, so no intent can appear that
 				// the index no longer names.
 				if time.Duration(now-launched) > rt.cfg.GCBound {
-					if voided, err := rt.voidIntent(ctx, id, a, found); err != nil || !voided {
+					if !found {
+						voided, err := rt.voidIntent(ctx, id)
 						if err != nil {
 							return rep, err
 						}
-						continue // created meanwhile: a live intent, judged on the next pass
+						if !voided {
+							continue // created meanwhile: a live intent, judged on the next pass
+						}
 					}
 					if _, err := rt.st.Delete(ctx, row.Key, store.Equal(store.Attr(attrLaunched), launched)); err != nil {
 						return rep, err
@@ -64,7 +67,7 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 				continue
 			case a[attrCollected] != nil:
 				// A late delivery of a collected instance re-entered it in the index; its
-				// tombstone refused it.
+				// tombstone answered it.
 				if _, err := rt.st.Delete(ctx, row.Key, store.Equal(store.Attr(attrLaunched), launched)); err != nil {
 					return rep, err
 				}
@@ -103,10 +106,7 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 // voidIntent marks the intent row of an instance whose creation never landed, unless it was
 // created meanwhile, and reports whether the row is void. A creation still in flight from an
 // execution fenced off since then fails against it; a request that starts later replaces it.
-func (rt *Runtime) voidIntent(ctx context.Context, id string, a store.Attrs, found bool) (bool, error) {
-	if found {
-		return true, nil // already void
-	}
+func (rt *Runtime) voidIntent(ctx context.Context, id string) (bool, error) {
 	r, err := rt.st.Update(ctx, intentKey(id), store.RowAbsent(), store.Update{store.SetAttr(store.Attr(attrVoid), rt.now())})
 	if err != nil {
 		return false, err
@@ -144,7 +144,8 @@ type GCReport struct {
 //  4. give rows found unreachable a dangle time, and delete them T later, when no traversal
 //     that saw them linked can still be running;
 //  5. replace the recyclable intents by tombstones last, so a crash anywhere above leaves them
-//     for next time; a tombstone refuses late requests for the id until KeyRetention passed.
+//     for next time; a tombstone answers late requests for the id with the instance's result
+//     (never a new run) until KeyRetention passed.
 func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 	ctx = withExec(ctx, rt.cfg.Name, CollectorGC)
 	var rep GCReport
@@ -449,7 +450,7 @@ func (g *recyclability) of(ctx context.Context, id, incarnation string) (bool, e
 	gone := !found || a[attrCollected] != nil || a[attrVoid] != nil
 	if !gone {
 		start, _ := a[attrStart].(int64)
-		gone = strconv.FormatInt(start, 36) != incarnation
+		gone = incarnationOf(start) != incarnation
 	}
 	g.known[k] = gone
 	return gone, nil

@@ -297,7 +297,7 @@ const MaxInstanceIDLen = 100
 
 // maxValueBytes is the largest value that fits in a DAAL row next to a full write log.
 func (rt *Runtime) maxValueBytes(table, key string) int {
-	perEntry := MaxInstanceIDLen + 24
+	perEntry := MaxInstanceIDLen + 40 // "#" incarnation (13 base-36 digits) "#" step, the flag, the encoding's overhead
 	overhead := len(dataPartition(table, key)) + len(headRowID)*2 + 256 + rt.cfg.RowCapacity*perEntry
 	return rt.st.Limits().MaxRowBytes - overhead
 }

@@ -37,7 +37,7 @@ type Env struct {
 	tx          *txState // the transaction the instance runs in, if any
 	// unlogged holds read-log entries not yet written: a read only needs its value durable
 	// before the next externally visible effect, so entries travel together in one batch then
-	// (flush), and reads after the last effect are never written.
+	// (flush), and with the done mark for reads after the last effect.
 	unlogged []unloggedRead
 }
 

@@ -239,7 +239,10 @@ type intent struct {
 }
 
 // incarnation tells this instance from an earlier one with the same id (see logKey).
-func (in *intent) incarnation() string { return strconv.FormatInt(in.start, 36) }
+func (in *intent) incarnation() string { return incarnationOf(in.start) }
+
+// incarnationOf is the incarnation of the intent created at start.
+func incarnationOf(start int64) string { return strconv.FormatInt(start, 36) }
 
 // collectedOutcome is the answer to a request for a collected instance: the result its
 // tombstone kept, or, for an instance that never ran (its holder closed before its intent was
@@ -396,7 +399,7 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 		// collector may remove the instance's logs.
 		fctx, f := rt.startFence(ctx)
 		in, created, err := rt.ensureIntent(fctx, f, req)
-		if errors.Is(err, errVoided) && attempt < maxDivergedRetries {
+		if errors.Is(err, errVoided) && attempt < maxStartOvers {
 			continue
 		}
 		if err != nil {
@@ -417,7 +420,7 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 		// Only the execution that created the intent knows that no other execution logged a
 		// step before it; every other one (a duplicate, a redelivered start, a retry) replays.
 		res, err := rt.execute(fctx, f, in, !created)
-		if errors.Is(err, ErrDiverged) && attempt < maxDivergedRetries {
+		if errors.Is(err, ErrDiverged) && attempt < maxStartOvers {
 			// Another execution logged a different value for a step this one used: start over
 			// as a replay of the log, so this delivery still answers with the one result.
 			rt.log.Debug("execution diverged; replaying the log", "instance", in.id, "attempt", attempt)
@@ -427,10 +430,10 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 	}
 }
 
-// maxDivergedRetries bounds how often one request starts over after diverging (each diverged
+// maxStartOvers bounds how often one request starts over after diverging (each diverged
 // execution lost a race to another one that logged first, which makes progress) or after its
 // intent creation was voided.
-const maxDivergedRetries = 3
+const maxStartOvers = 3
 
 // registerAsync is the registration of an asynchronous call (Beldi §4.5): acknowledge through
 // the caller's invoke log, then start the instance without waiting. If the start is lost, the
