@@ -543,13 +543,17 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		batch = append(batch, rt.finishedEntry(in))
 	}
 	var rs []store.UpdateResult
-	err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) error {
-		if err := env.flushTo(st); err != nil {
+	if len(env.unlogged) == 0 {
+		rs, err = rt.st.UpdateBatch(env.ctx, batch)
+	} else {
+		err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) error {
+			if err := env.flushTo(st); err != nil {
+				return err
+			}
+			rs, err = st.UpdateBatch(env.ctx, batch)
 			return err
-		}
-		rs, err = st.UpdateBatch(env.ctx, batch)
-		return err
-	})
+		})
+	}
 	if err != nil {
 		return Result{}, env.fail(err)
 	}
