@@ -224,7 +224,7 @@ func (d *delayingDriver) pause() {
 	d.calls++
 	n := time.Duration(d.rng.Int63n(int64(d.max) + 1))
 	switch {
-	case !d.inTx && d.longStalls < maxStallsPastT && d.calls%stallPastTEvery == stallPastTEvery/2:
+	case !d.inTx && d.longStalls < maxStallsPastT && d.calls%stallPastTEvery == 200:
 		n = d.longStall
 		d.longStalls++
 	case d.rng.Intn(300) == 0:
