@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ var (
 	preemptions = flag.Int("schedules.preemptions", 1, "preemption bound of the systematic exploration")
 	limit       = flag.Int("schedules.limit", 0, "most schedules explored systematically per scenario (0: all within the bound)")
 	random      = flag.Int("schedules.random", 500, "seeded random schedules per scenario after the systematic ones, with up to 2 more preemptions")
+	replay      = flag.String("schedules.replay", "", "run only the schedule with these choices (a violation's, e.g. 0,0,3,1), with -run naming its scenario's test")
 )
 
 func readInt(env *ssf.Env, table, key string) (int, error) {
@@ -295,6 +298,20 @@ func TestSchedule6PausedAfterIntentRead(t *testing.T) {
 
 func explore(t *testing.T, sc Scenario) {
 	t.Helper()
+	if *replay != "" {
+		var choices []int
+		for _, c := range strings.Split(*replay, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil {
+				t.Fatalf("-schedules.replay: %q is not a choice", c)
+			}
+			choices = append(choices, n)
+		}
+		if err := Replay(sc, choices); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	rep, err := Explore(sc, *preemptions, *limit, *random)
 	t.Logf("%s: %d schedules (longest %d decisions) in %v", sc.Name, rep.Schedules, rep.Longest, rep.Elapsed.Round(1e6))
 	if err != nil {
