@@ -72,6 +72,8 @@ type Scenario struct {
 	Crashes int
 	// Hold, if set, is every SSF's Config.Hold (instances whose holder retries them).
 	Hold func(ctx context.Context, holder string) (bool, error)
+	// Tables gives each SSF a fresh, empty table; nil: the in-memory store.
+	Tables func(ssfName string) *store.Table
 	// Check holds the outcome to one execution's; it runs after the instance was finished and
 	// collected.
 	Check func(w *World, o Outcome) error
@@ -165,6 +167,7 @@ type scheduler struct {
 	resume  []chan error
 	started []bool
 	done    []bool
+	at      []ssf.FaultPoint // the boundary each execution waits at
 }
 
 // Inject blocks the execution at every boundary: before each store request and transport call,
@@ -175,6 +178,7 @@ func (s *scheduler) Inject(ctx context.Context, p ssf.FaultPoint) error {
 	if !ok || p.Instance == ssf.CollectorGC || p.Instance == ssf.CollectorIC {
 		return nil // events, collectors and the drain run unscheduled
 	}
+	s.at[i] = p // read by the scheduler after the send below
 	s.arrive <- i
 	return <-s.resume[i]
 }
@@ -196,16 +200,33 @@ func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// chooser picks the option taken at decision number i, given the decision (options and
-// whether switching is a preemption) and the preemptions taken so far.
-type chooser func(i int, d decision, preempted int) int
+// option is what a decision can choose: run an execution to its next boundary, crash it there,
+// or fire an event.
+type option struct {
+	exec  int // -1 for an event
+	crash bool
+	event Event
+}
+
+// view is what a chooser sees at a decision.
+type view struct {
+	index     int // the decision's number
+	d         decision
+	opts      []option
+	preempted int              // preemptions taken so far
+	at        []ssf.FaultPoint // the boundary each execution waits at
+	done      []bool
+}
+
+// chooser picks the option taken at a decision.
+type chooser func(v view) int
 
 // prefix takes choices[i] at the i-th decision and 0 (continue the current execution when it
 // can) beyond.
 func prefix(choices []int) chooser {
-	return func(i int, _ decision, _ int) int {
-		if i < len(choices) {
-			return choices[i]
+	return func(v view) int {
+		if v.index < len(choices) {
+			return choices[v.index]
 		}
 		return 0
 	}
@@ -214,18 +235,71 @@ func prefix(choices []int) chooser {
 // randomWithin switches to a random option at a decision with probability p, as long as the
 // preemption bound allows: a seeded sample of the schedules within the bound.
 func randomWithin(rng *rand.Rand, bound int, p float64) chooser {
-	return func(_ int, d decision, preempted int) int {
-		if d.options == 1 || rng.Float64() >= p || (d.preemptive && preempted >= bound) {
+	return func(v view) int {
+		if v.d.options == 1 || rng.Float64() >= p || (v.d.preemptive && v.preempted >= bound) {
 			return 0
 		}
-		return rng.IntN(d.options)
+		return rng.IntN(v.d.options)
+	}
+}
+
+// Step is one step of a scripted schedule: run execution Exec until it waits at a boundary
+// Until holds for (nil: to its end), or crash it where it waits (Crash), or fire the event
+// named Event.
+type Step struct {
+	Exec  int
+	Until func(ssf.FaultPoint) bool
+	Crash bool
+	Event string
+}
+
+// scripted follows steps, then lets whatever is left run to its end. A run step whose
+// execution already ended is passed over; an event or crash that cannot be taken is recorded
+// in missed.
+func scripted(steps []Step, missed *[]string) chooser {
+	k, moved := 0, false
+	return func(v view) int {
+		for k < len(steps) {
+			st := steps[k]
+			find := func(match func(option) bool) int {
+				for i, o := range v.opts {
+					if match(o) {
+						return i
+					}
+				}
+				return -1
+			}
+			var i int
+			switch {
+			case st.Event != "":
+				i = find(func(o option) bool { return o.exec < 0 && o.event.Name == st.Event })
+			case st.Crash:
+				i = find(func(o option) bool { return o.crash && o.exec == st.Exec })
+			case v.done[st.Exec] || (moved && st.Until != nil && st.Until(v.at[st.Exec])):
+				i = -1
+			default:
+				if i = find(func(o option) bool { return !o.crash && o.exec == st.Exec }); i >= 0 {
+					moved = true
+					return i
+				}
+			}
+			if i < 0 && (st.Event != "" || st.Crash) {
+				*missed = append(*missed, fmt.Sprintf("step %d (%+v)", k, st))
+			}
+			k, moved = k+1, false
+			if i >= 0 {
+				return i
+			}
+		}
+		return 0
 	}
 }
 
 // run executes one schedule, choosing with choose.
 func run(sc Scenario, choose chooser) (trace []decision, labels []string, err error) {
 	s := &scheduler{arrive: make(chan int), resume: make([]chan error, len(sc.Executions)),
-		started: make([]bool, len(sc.Executions)), done: make([]bool, len(sc.Executions))}
+		started: make([]bool, len(sc.Executions)), done: make([]bool, len(sc.Executions)),
+		at: make([]ssf.FaultPoint, len(sc.Executions))}
 	for i := range s.resume {
 		s.resume[i] = make(chan error)
 	}
@@ -270,11 +344,6 @@ func run(sc Scenario, choose chooser) (trace []decision, labels []string, err er
 		if n > maxSteps {
 			return trace, labels, fmt.Errorf("schedule longer than %d steps: an execution spins", maxSteps)
 		}
-		type option struct {
-			exec  int // -1 for an event
-			crash bool
-			event Event
-		}
 		var opts []option
 		if cur >= 0 && !s.done[cur] {
 			opts = append(opts, option{exec: cur})
@@ -298,7 +367,7 @@ func run(sc Scenario, choose chooser) (trace []decision, labels []string, err er
 			break
 		}
 		d := decision{options: len(opts), preemptive: cur >= 0 && !s.done[cur]}
-		d.taken = choose(len(trace), d, preempted)
+		d.taken = choose(view{index: len(trace), d: d, opts: opts, preempted: preempted, at: s.at, done: s.done})
 		if d.preemptive && d.taken > 0 {
 			preempted++
 		}
@@ -348,7 +417,11 @@ func newWorld(sc Scenario, faults ssf.FaultInjector) (*World, func(), error) {
 		capacity = 2
 	}
 	for name, handler := range sc.SSFs {
-		rt, err := h.Add(ssf.Config{Name: name, Store: store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://"+name),
+		tbl := store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://"+name)
+		if sc.Tables != nil {
+			tbl = sc.Tables(name)
+		}
+		rt, err := h.Add(ssf.Config{Name: name, Store: tbl,
 			Handler: withSet(handler), RowCapacity: capacity, Lifetime: Lifetime, GCBound: GCBound,
 			RelaunchDelay: RelaunchDelay, Clock: w.Clock, Faults: faults, Hold: sc.Hold, Logger: quiet()})
 		if err != nil {
@@ -545,11 +618,29 @@ func Explore(sc Scenario, preemptions, limit, random int) (rep Report, err error
 	return rep, nil
 }
 
-// Replay runs one schedule (a Violation's Choices), for a regression test.
+// Replay runs one schedule (a Violation's Choices).
 func Replay(sc Scenario, choices []int) error {
 	_, labels, err := run(sc, prefix(choices))
 	if err != nil {
 		return &Violation{Scenario: sc.Name, Choices: choices, Labels: labels, Err: err}
+	}
+	return nil
+}
+
+// Script runs one scripted schedule: a regression test that names its interleaving by the
+// boundaries it stops at, so it means the same on every store.
+func Script(sc Scenario, steps []Step) error {
+	var missed []string
+	trace, labels, err := run(sc, scripted(steps, &missed))
+	if err == nil && len(missed) > 0 {
+		err = fmt.Errorf("the script could not take %s", strings.Join(missed, ", "))
+	}
+	if err != nil {
+		taken := make([]int, len(trace))
+		for i, d := range trace {
+			taken[i] = d.taken
+		}
+		return &Violation{Scenario: sc.Name, Choices: taken, Labels: labels, Err: err}
 	}
 	return nil
 }

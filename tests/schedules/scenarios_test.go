@@ -158,7 +158,7 @@ func TestSchedule2RedeliveredAsyncStart(t *testing.T) {
 // stalls; attempt 2 reads a = 5, writes nothing and finishes; the coordinator commits; a later
 // write sets a = 0; attempt 1 resumes. No lock may stay held, and b is written only by an
 // attempt that read 0 in the transaction.
-func TestSchedule3ParticipantLockAfterCommit(t *testing.T) {
+func txParticipantScenario() Scenario {
 	tx := ssf.TxContext{ID: "tx1", Start: 1, Mode: ssf.TxExecute}
 	sc := Scenario{Name: "tx-participant", Setup: setup(map[string]any{"t/a": 5}),
 		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
@@ -205,12 +205,14 @@ func TestSchedule3ParticipantLockAfterCommit(t *testing.T) {
 			}
 			return nil
 		}}
-	explore(t, sc)
+	return sc
 }
+
+func TestSchedule3ParticipantLockAfterCommit(t *testing.T) { explore(t, txParticipantScenario()) }
 
 // Schedule 4: a workflow's Spawn (an asynchronous instance its holder, the workflow, retries)
 // must finish after a crash: each retry replays what the crashed attempt logged.
-func TestSchedule4HeldSpawnFinishes(t *testing.T) {
+func heldSpawnScenario() Scenario {
 	sc := Scenario{Name: "held-spawn", Setup: setup(map[string]any{"t/k": 1}),
 		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
 			v, err := readInt(env, "t", "k")
@@ -241,13 +243,15 @@ func TestSchedule4HeldSpawnFinishes(t *testing.T) {
 			}
 			return nil
 		}}
-	explore(t, sc)
+	return sc
 }
+
+func TestSchedule4HeldSpawnFinishes(t *testing.T) { explore(t, heldSpawnScenario()) }
 
 // Schedule 5: a straggler paused inside a write (between its scan and its conditional update)
 // past T must not apply the write again after the rows that logged it were collected: the
 // final value is the last write of the clients that wrote after the instance finished.
-func TestSchedule5StragglerInsideWrite(t *testing.T) {
+func stragglerWriteScenario() Scenario {
 	sc := Scenario{Name: "straggler-write", Setup: setup(map[string]any{"t/k": 0}),
 		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
 			return nil, env.Write("t", "k", 100)
@@ -271,21 +275,44 @@ func TestSchedule5StragglerInsideWrite(t *testing.T) {
 			}
 			return nil
 		}}
-	explore(t, sc)
+	return sc
 }
 
+func TestSchedule5StragglerInsideWrite(t *testing.T) { explore(t, stragglerWriteScenario()) }
+
 // Schedule 6: a delivery that read the intent as unfinished and paused past T, while the
-// instance finished and was collected, must not run the handler again.
-func TestSchedule6PausedAfterIntentRead(t *testing.T) {
+// instance finished, other clients wrote after it and it was collected, must not run the
+// handler again. Two earlier writes fill the item's head row, so the instance's write lands in
+// a row the collector unlinks once later writes follow it.
+func pausedAfterIntentReadScenario() Scenario {
 	sc := Scenario{Name: "paused-after-intent-read",
 		SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
 			return increment(env, "t", "n")
 		}},
+		Setup: func(w *World) error {
+			for range 2 {
+				if err := w.Set(App, map[string]any{"t/n": 0}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		Executions: duplicates(3, ssf.Request{}),
-		Events:     []Event{pause},
+		Events: []Event{pause, {Name: "later", Ready: answered, Fire: func(w *World) error {
+			for _, v := range []int{10, 11, 12} {
+				if err := w.Set(App, map[string]any{"t/n": v}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}},
 		Check: func(w *World, o Outcome) error {
-			// Unknown: no execution answered, and the request may never have been accepted.
-			if n := item(o, App, "t/n"); n > 1 || (o.Known && n != 1) {
+			n := item(o, App, "t/n")
+			if w.Fired("later") {
+				if n != 12 {
+					return fmt.Errorf("n = %d after later writes ended with 12: the instance acted again", n)
+				}
+			} else if n > 1 || (o.Known && n != 1) { // unknown: the request may never have been accepted
 				return fmt.Errorf("one increment applied %d times", n)
 			}
 			if v, err := resultInt(o); o.Known && (err != nil || v != 1) {
@@ -293,8 +320,10 @@ func TestSchedule6PausedAfterIntentRead(t *testing.T) {
 			}
 			return nil
 		}}
-	explore(t, sc)
+	return sc
 }
+
+func TestSchedule6PausedAfterIntentRead(t *testing.T) { explore(t, pausedAfterIntentReadScenario()) }
 
 func explore(t *testing.T, sc Scenario) {
 	t.Helper()
@@ -434,8 +463,10 @@ func TestScheduleCondWriteThreeExecutions(t *testing.T) {
 // collected instance's result while the id is remembered, without running, and afterwards runs
 // as a new instance with all its effects, never replaying the old instance's log entries
 // (still in the DAAL's head row).
-func TestSchedule7ReusedIDAfterCollection(t *testing.T) {
-	sc := Scenario{SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, in json.RawMessage) (any, error) {
+func TestSchedule7ReusedIDAfterCollection(t *testing.T) { reusedIDAfterCollection(t, nil) }
+
+func reusedIDAfterCollection(t *testing.T, tables func(string) *store.Table) {
+	sc := Scenario{Tables: tables, SSFs: map[string]ssf.Handler{App: func(env *ssf.Env, in json.RawMessage) (any, error) {
 		_, err := increment(env, "t", "n")
 		return nil, err
 	}}}

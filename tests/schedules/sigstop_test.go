@@ -17,6 +17,7 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
+	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv(stragglerEnv); db != "" {
 		os.Exit(straggler(db, os.Getenv(stragglerStop)))
 	}
-	os.Exit(m.Run())
+	testtables.Main(m)
 }
 
 // incrementN increments n, or sets it to its input when that is a number (another client).
