@@ -202,28 +202,38 @@ func (l *Log) ReadPrev(ctx context.Context, color string, from uint64) (rec Reco
 }
 
 // CheckTail returns the SN of color's last record, or the trim point if that is later (0 for an
-// empty color).
+// empty color). The answer holds at one instant: the search down from the last SN handed out
+// counts only if the sequencer row shows no SN handed out and no trim during it (then every SN
+// above the record found is a hole, and no record can be above them); otherwise it starts over.
+// A trim or an append that lands mid-search used to make it answer a trim point below a
+// record already written.
 func (l *Log) CheckTail(ctx context.Context, color string) (uint64, error) {
-	row, err := l.sequencerRow(ctx, color)
-	if err != nil {
-		return 0, err
+	for range maxTailSearches {
+		before, err := l.sequencerRow(ctx, color)
+		if err != nil {
+			return 0, err
+		}
+		rec, found, err := l.ReadPrev(ctx, color, before.next-1)
+		if err != nil && !errors.Is(err, ErrTrimmed) {
+			return 0, err
+		}
+		after, err := l.sequencerRow(ctx, color)
+		if err != nil {
+			return 0, err
+		}
+		if after.next != before.next || after.trim != before.trim {
+			continue
+		}
+		if found && rec.SN > after.trim {
+			return rec.SN, nil
+		}
+		return after.trim, nil
 	}
-	rec, found, err := l.ReadPrev(ctx, color, row.next-1)
-	switch {
-	case errors.Is(err, ErrTrimmed):
-		return l.trimPoint(ctx, color)
-	case err != nil:
-		return 0, err
-	case !found:
-		return l.trimPoint(ctx, color)
-	}
-	return rec.SN, nil
+	return 0, fmt.Errorf("%w: CheckTail(%s): the tail moved during each of %d searches; try again", ErrBusy, color, maxTailSearches)
 }
 
-func (l *Log) trimPoint(ctx context.Context, color string) (uint64, error) {
-	row, err := l.sequencerRow(ctx, color)
-	return row.trim, err
-}
+// maxTailSearches bounds CheckTail's searches on a color whose tail keeps moving.
+const maxTailSearches = 100
 
 // Trim discards color's records up to upTo: reads of them fail with ErrTrimmed at once, and
 // Collect deletes them. upTo must not be beyond the SNs handed out.

@@ -49,6 +49,9 @@ var (
 	ErrNotFound = errors.New("sharedlog: no record")
 	// ErrInvalid: a malformed argument.
 	ErrInvalid = errors.New("sharedlog: invalid argument")
+	// ErrBusy: the color changed under every attempt of an operation that needs a quiet
+	// moment (CheckTail); retrying may succeed.
+	ErrBusy = errors.New("sharedlog: color too busy")
 )
 
 // Record is a record of a color.
