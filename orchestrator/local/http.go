@@ -106,6 +106,8 @@ func invokeHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, instanceResponse(id, ssf.IntentStatus{Exists: true, Done: true, Result: res}))
+	case errors.Is(err, ssf.ErrInputMismatch):
+		writeError(w, http.StatusConflict, "%v", err) // the key was used for another request
 	case errors.Is(err, ssf.ErrBadInput):
 		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.Is(err, ssf.ErrInstanceCollected):

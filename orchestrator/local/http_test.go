@@ -132,6 +132,7 @@ func TestHTTPInvokeIsIdempotent(t *testing.T) {
 	if got := rt.Stats().Executions; got != runs {
 		t.Fatalf("repeating a request with the same key ran the handler again (%d executions, want %d)", got, runs)
 	}
+	expect(t, "same key, another body", do(t, "POST", u, "k1", `{"by": 3}`), 409, nil)
 	expect(t, "new key", do(t, "POST", u, "k2", `{"by": 3}`), 200, map[string]any{"output": 5.0})
 
 	anon := do(t, "POST", u, "", `{"by": 1}`)

@@ -548,3 +548,41 @@ func TestGCStampsFinishTimesAfterAPause(t *testing.T) {
 		t.Fatalf("the instance was not collected T after it finished: %+v", r)
 	}
 }
+
+// An instance id (an idempotency key) sent again with another input is refused with
+// ErrInputMismatch, before and after the instance was collected; the same input, however its
+// JSON is spaced or its keys ordered, gets the instance's result without running it again.
+func TestInputMismatchIsRefused(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	_, rt := newWriter(t, c, nil)
+	ctx := context.Background()
+	send := func(input string) (ssf.Result, error) {
+		return rt.Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: "key-1", Input: json.RawMessage(input)})
+	}
+	if _, err := send(`{"a": 1, "b": [2, 3]}`); err != nil {
+		t.Fatal(err)
+	}
+	runs := rt.Stats().Executions
+	check := func(when string) {
+		t.Helper()
+		if _, err := send(`{"b":[2,3],"a":1}`); err != nil {
+			t.Fatalf("%s: the same input, reordered: %v", when, err)
+		}
+		_, err := send(`{"a": 2, "b": [2, 3]}`)
+		if !errors.Is(err, ssf.ErrInputMismatch) || !errors.Is(err, ssf.ErrBadInput) {
+			t.Fatalf("%s: another input under the same id: %v, want ErrInputMismatch", when, err)
+		}
+		if got := rt.Stats().Executions; got != runs {
+			t.Fatalf("%s: %d executions, want %d: a repeated id ran again", when, got, runs)
+		}
+	}
+	check("while kept")
+	for range 2 { // stamp, then collect
+		c.Advance(bound + time.Second)
+		gc(t, rt)
+	}
+	if st, err := rt.Intent(ctx, "key-1"); err != nil || !st.Collected {
+		t.Fatalf("not collected: %+v %v", st, err)
+	}
+	check("after collection")
+}

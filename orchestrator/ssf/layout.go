@@ -64,6 +64,7 @@ const (
 	attrEndsTx     = "EndsTx"     // string, on a finished-index entry: the transaction the instance ended
 	attrCollected  = "Collected"  // int64 unix nanos the GC collected the instance; the intent is a tombstone since
 	attrVoid       = "Void"       // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
+	attrInputHash  = "InputHash"  // string digest of the request's input, kept in the tombstone (see inputDigest)
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }

@@ -11,7 +11,10 @@
 package ssf
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,8 +237,35 @@ type intent struct {
 	builtin string     // the runtime handler to run instead of the SSF's
 	// heldIndex: the finished-index entry was written at creation (holderRetries)
 	heldIndex bool
-	collected int64 // when the GC collected the instance; the intent is a tombstone since
-	hasResult bool  // the result is recorded (a tombstone keeps it)
+	collected int64  // when the GC collected the instance; the intent is a tombstone since
+	hasResult bool   // the result is recorded (a tombstone keeps it)
+	inputHash string // digest of the input the instance was created with ("" before digests were kept)
+}
+
+// inputDigest names an input by its content: JSON equal up to whitespace and key order gives
+// the same digest, and no input is null.
+func inputDigest(input json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(orNull(input)))
+	dec.UseNumber()
+	var v any
+	canonical := []byte(orNull(input))
+	if dec.Decode(&v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			canonical = b
+		}
+	}
+	sum := sha256.Sum256(canonical)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// sameInput refuses a request that carries an input other than the one the instance was
+// created with. Requests without input (an asynchronous start, a relaunch) run the stored one.
+func (rt *Runtime) sameInput(req Request, in *intent) error {
+	if len(req.Input) == 0 || in.inputHash == "" || inputDigest(req.Input) == in.inputHash {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: SSF %s: instance %s was created with another input; a new request needs a new instance id (idempotency key)",
+		ErrBadInput, ErrInputMismatch, rt.cfg.Name, in.id)
 }
 
 // incarnation tells this instance from an earlier one with the same id (see logKey).
@@ -273,6 +303,7 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 	in.builtin, _ = a[attrBuiltin].(string)
 	in.heldIndex, _ = a[attrHeldIndex].(bool)
 	in.collected, _ = a[attrCollected].(int64)
+	in.inputHash, _ = a[attrInputHash].(string)
 	if r, ok := a[attrResult].([]byte); ok {
 		in.hasResult = true
 		if err := json.Unmarshal(r, &in.result); err != nil {
@@ -310,6 +341,7 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	now := rt.now()
 	upd := store.Update{
 		store.SetAttr(store.Attr(attrArgs), []byte(orNull(req.Input))),
+		store.SetAttr(store.Attr(attrInputHash), inputDigest(req.Input)),
 		store.SetAttr(store.Attr(attrAsync), req.Async),
 		store.SetAttr(store.Attr(attrDone), false),
 		store.SetAttr(store.Attr(attrStart), now),
@@ -407,6 +439,9 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 				return Result{}, err
 			}
 			return Result{}, rt.abandon(req.InstanceID, err)
+		}
+		if err := rt.sameInput(req, in); err != nil {
+			return Result{}, err
 		}
 		if in.collected != 0 {
 			return collectedOutcome(rt.cfg.Name, in)

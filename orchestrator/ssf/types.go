@@ -127,6 +127,10 @@ var (
 	// of its request cannot run it. A new request needs a new instance id. (A collected instance
 	// that finished answers with its result.)
 	ErrInstanceCollected = errors.New("ssf: instance already finished and collected")
+	// ErrInputMismatch: a request names an instance (an idempotency key) that was created
+	// with a different input; it wraps ErrBadInput. Reusing a key for a new request is a
+	// client bug, and answering with the old result would hide it.
+	ErrInputMismatch = errors.New("ssf: instance id already used with a different input")
 	// ErrCrashed is what fault injectors return to simulate a crash at a point.
 	ErrCrashed = errors.New("ssf: crash injected")
 )

@@ -118,6 +118,8 @@ func (s *Server) handleRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.fn.Runtime.Handle(r.Context(), req)
 	switch {
+	case errors.Is(err, ssf.ErrInputMismatch):
+		writeError(w, http.StatusConflict, err) // the instance id was used with another input
 	case errors.Is(err, ssf.ErrBadInput):
 		writeError(w, http.StatusBadRequest, err)
 	case errors.Is(err, ssf.ErrInstanceCollected):
