@@ -27,6 +27,10 @@ type Config struct {
 	Lifetime      time.Duration
 	GCBound       time.Duration
 	RelaunchDelay time.Duration
+	// KeyRetention and ExpiredKeyRetention: how long a collected instance's answer is kept,
+	// and then how long its expired id is still refused (ssf.Config).
+	KeyRetention        time.Duration
+	ExpiredKeyRetention time.Duration
 	// Peers are the base URLs of the functions of the SSFs this one calls, by SSF name
 	// (SSFKIT_PEERS, a JSON object; the HTTP hosts' modules set it).
 	Peers map[string]string
@@ -45,7 +49,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		name string
 		to   *time.Duration
-	}{{"SSFKIT_LIFETIME_SECONDS", &c.Lifetime}, {"SSFKIT_GC_BOUND_SECONDS", &c.GCBound}, {"SSFKIT_RELAUNCH_DELAY_SECONDS", &c.RelaunchDelay}} {
+	}{{"SSFKIT_LIFETIME_SECONDS", &c.Lifetime}, {"SSFKIT_GC_BOUND_SECONDS", &c.GCBound}, {"SSFKIT_RELAUNCH_DELAY_SECONDS", &c.RelaunchDelay},
+		{"SSFKIT_KEY_RETENTION_SECONDS", &c.KeyRetention}, {"SSFKIT_EXPIRED_KEY_RETENTION_SECONDS", &c.ExpiredKeyRetention}} {
 		raw := getenv(d.name)
 		if raw == "" {
 			continue // the runtime's default
@@ -94,7 +99,7 @@ func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, tran
 		return nil, fmt.Errorf("SSF %s: %w", cfg.SSF, err)
 	}
 	rt, err := ssf.New(ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
-		RelaunchDelay: cfg.RelaunchDelay, Transport: transport(q)})
+		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, Transport: transport(q)})
 	if err != nil {
 		q.Close()
 		tbl.Close()

@@ -232,10 +232,11 @@ func printDevBanner(w io.Writer, ex example, store, base string, ssfs []string, 
 
 Try:
 %[9]s
-Repeat a request with the same Idempotency-Key: it is never applied twice.
+Repeat a request with the same Idempotency-Key: it is never applied twice. Its answer
+is kept %.0[11]f h (marked Idempotent-Replayed: true); after that the key is refused.
 Press Ctrl-C to stop.
 
-`, store, base, wrapJoin(ssfs, 14, 64), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds(), ex.title, ex.try(base), temporal)
+`, store, base, wrapJoin(ssfs, 14, 64), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds(), ex.title, ex.try(base), temporal, ssf.DefaultKeyRetention.Hours())
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.

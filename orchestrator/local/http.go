@@ -20,7 +20,8 @@ const MaxRequestBytes = 1 << 20
 // InstanceResponse is the JSON body that describes an instance.
 type InstanceResponse struct {
 	InstanceID string `json:"instance_id"`
-	// Status is "done", or "pending" while the intent collector finishes the instance.
+	// Status is "done", "pending" while the intent collector finishes the instance, or
+	// "expired" once its result was dropped (ssf.Config.KeyRetention).
 	Status string `json:"status"`
 	// Output is the handler's output, if it finished without an application error.
 	Output json.RawMessage `json:"output,omitempty"`
@@ -42,12 +43,18 @@ type ErrorResponse struct {
 //
 // An invocation is a top-level request whose instance id is the Idempotency-Key header, or a
 // new UUID without one. Repeating a request with the same key never runs it twice: it returns
-// the first request's result, whatever the body. The answer is 200 with an InstanceResponse
+// the first request's result with the header "Idempotent-Replayed: true", for as long as the
+// SSF keeps it (ssf.Config.KeyRetention), and 410 after that (ssf.ErrKeyExpired); the same
+// key with another body gets 409 (ssf.ErrInputMismatch). The answer is 200 with an InstanceResponse
 // once the instance has finished (an application error is in its Error field); 202 with
 // status "pending" and a Location to poll if the execution was cut short after the request was
 // accepted, since the intent collector will finish it; 503 if it failed before being accepted,
 // when the client should retry with the same key. Malformed requests get 400 and unknown SSFs
 // 404, with an ErrorResponse.
+// ReplayedHeader marks an answer recorded before the request arrived (ssf.Result.Replayed): the
+// request ran nothing. The name is Stripe's.
+const ReplayedHeader = "Idempotent-Replayed"
+
 func HTTPHandler(h *Host) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/ssf/{name}", func(w http.ResponseWriter, r *http.Request) { invokeHTTP(h, w, r) })
@@ -105,13 +112,16 @@ func invokeHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 	res, err := rt.Handle(r.Context(), ssf.Request{Kind: ssf.KindInvoke, InstanceID: id, Input: body})
 	switch {
 	case err == nil:
+		if res.Replayed {
+			w.Header().Set(ReplayedHeader, "true")
+		}
 		writeJSON(w, http.StatusOK, instanceResponse(id, ssf.IntentStatus{Exists: true, Done: true, Result: res}))
 	case errors.Is(err, ssf.ErrInputMismatch):
 		writeError(w, http.StatusConflict, "%v", err) // the key was used for another request
 	case errors.Is(err, ssf.ErrBadInput):
 		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.Is(err, ssf.ErrInstanceCollected):
-		// Never "retry": the key's request ran, and only its result is gone.
+		// Never "retry": the key's request ran, and only its result is gone (or it expired).
 		writeError(w, http.StatusGone, "%v", err)
 	default:
 		// The outcome depends on whether the request got as far as its intent.
@@ -147,6 +157,9 @@ func instanceHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 }
 
 func instanceResponse(id string, st ssf.IntentStatus) InstanceResponse {
+	if st.Expired {
+		return InstanceResponse{InstanceID: id, Status: "expired"}
+	}
 	if !st.Done {
 		return InstanceResponse{InstanceID: id, Status: "pending"}
 	}

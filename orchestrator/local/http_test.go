@@ -126,9 +126,17 @@ func TestHTTPInvokeIsIdempotent(t *testing.T) {
 	srv, rt, _, _ := newServer(t)
 	u := srv.URL + "/v1/ssf/counter"
 
-	expect(t, "first", do(t, "POST", u, "k1", `{"by": 2}`), 200, map[string]any{"instance_id": "k1", "status": "done", "output": 2.0})
+	first := do(t, "POST", u, "k1", `{"by": 2}`)
+	expect(t, "first", first, 200, map[string]any{"instance_id": "k1", "status": "done", "output": 2.0})
+	if h := first.header.Get(local.ReplayedHeader); h != "" {
+		t.Fatalf("the first answer says %s: %q", local.ReplayedHeader, h)
+	}
 	runs := rt.Stats().Executions
-	expect(t, "repeat", do(t, "POST", u, "k1", `{"by": 2}`), 200, map[string]any{"instance_id": "k1", "output": 2.0})
+	repeat := do(t, "POST", u, "k1", `{"by": 2}`)
+	expect(t, "repeat", repeat, 200, map[string]any{"instance_id": "k1", "output": 2.0})
+	if h := repeat.header.Get(local.ReplayedHeader); h != "true" {
+		t.Fatalf("a replayed answer says %s: %q, want true", local.ReplayedHeader, h)
+	}
 	if got := rt.Stats().Executions; got != runs {
 		t.Fatalf("repeating a request with the same key ran the handler again (%d executions, want %d)", got, runs)
 	}
@@ -229,4 +237,17 @@ func TestHTTPCollectedKeyAnswersItsResult(t *testing.T) {
 	}
 	expect(t, "collected instance", do(t, "GET", u+"/instances/k1", "", ""), 200, map[string]any{"status": "done", "output": 2.0})
 	expect(t, "state unchanged", do(t, "POST", u, "k2", `{"by": 0}`), 200, map[string]any{"output": 2.0})
+
+	clock.Advance(rt.Config().KeyRetention + time.Second)
+	if _, err := rt.CollectGarbage(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	expired := do(t, "POST", u, "k1", `{"by": 2}`)
+	expect(t, "expired key", expired, 410, nil)
+	if msg, _ := expired.body["error"].(string); !strings.Contains(msg, "new idempotency key") {
+		t.Fatalf("expired key: the error does not say what to do: %q", msg)
+	}
+	expect(t, "expired instance", do(t, "GET", u+"/instances/k1", "", ""), 200, map[string]any{"status": "expired"})
+	expect(t, "expired key, another body", do(t, "POST", u, "k1", `{"by": 5}`), 409, nil)
+	expect(t, "state unchanged after expiry", do(t, "POST", u, "k3", `{"by": 0}`), 200, map[string]any{"output": 2.0})
 }

@@ -125,7 +125,8 @@ type GCReport struct {
 	Dangling       int // unreachable DAAL rows given a dangle time
 	RowsDeleted    int // unreachable DAAL rows deleted T after they dangled
 	IntentsRemoved int // intents replaced by tombstones (last)
-	KeysForgotten  int // tombstones removed KeyRetention after collection, with any rows left in their partitions
+	KeysExpired    int // tombstones whose result was dropped KeyRetention after collection, with any rows left in their partitions
+	KeysForgotten  int // expired keys removed ExpiredKeyRetention after they expired
 	TxsRemoved     int // finished transactions whose record and shadows were removed
 	ShadowRows     int // rows of those transactions' shadow DAALs deleted
 	Items          int // linked DAALs visited
@@ -145,7 +146,8 @@ type GCReport struct {
 //     that saw them linked can still be running;
 //  5. replace the recyclable intents by tombstones last, so a crash anywhere above leaves them
 //     for next time; a tombstone answers late requests for the id with the instance's result
-//     (never a new run) until KeyRetention passed.
+//     (never a new run) until KeyRetention passed, and then with ErrKeyExpired until
+//     ExpiredKeyRetention passed.
 func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 	ctx = withExec(ctx, rt.cfg.Name, CollectorGC)
 	var rep GCReport
@@ -245,7 +247,7 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 		}
 		rep.IntentsRemoved++
 	}
-	if err := rt.forgetKeys(ctx, now, &rep); err != nil {
+	if err := rt.expireKeys(ctx, now, &rep); err != nil {
 		return rep, err
 	}
 	return rep, nil
@@ -261,37 +263,57 @@ func tombstone(now int64) store.Update {
 	return upd
 }
 
-// forgetBatch is how many tombstones one pass reads at a time from each shard of their index.
-const forgetBatch = 100
+// keyBatch is how many entries one pass reads at a time from each shard of a key index.
+const keyBatch = 100
 
-// forgetKeys removes tombstones collected more than KeyRetention ago, oldest first (their
-// index is sorted by collection time, so a pass reads only the ones due), with whatever a
-// straggler left in the instance's partition after collection.
-func (rt *Runtime) forgetKeys(ctx context.Context, now int64, rep *GCReport) error {
+// expireKeys turns tombstones collected more than KeyRetention ago into expired keys, oldest
+// first, and removes expired keys older than ExpiredKeyRetention. Both indexes are sorted by
+// time, so a pass reads only the entries that are due.
+func (rt *Runtime) expireKeys(ctx context.Context, now int64, rep *GCReport) error {
+	if err := rt.scanDue(ctx, "c|", now, rt.cfg.KeyRetention, func(id string, collected int64) error {
+		expired, err := rt.expireKey(ctx, id, collected)
+		if expired {
+			rep.KeysExpired++
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	return rt.scanDue(ctx, "e|", now, rt.cfg.ExpiredKeyRetention, func(id string, expiredAt int64) error {
+		_, err := rt.st.Delete(ctx, intentKey(id), store.Equal(store.Attr(attrExpired), expiredAt))
+		if err == nil {
+			rep.KeysForgotten++
+		}
+		return err
+	})
+}
+
+// scanDue calls due for every entry of the time-sorted index prefix|SHARD that is older than
+// age, oldest first, and deletes the entry after due returned.
+func (rt *Runtime) scanDue(ctx context.Context, prefix string, now int64, age time.Duration, due func(id string, at int64) error) error {
 	for s := 0; s < rt.cfg.IndexShards; s++ {
 		for {
-			rows, err := rt.st.Scan(ctx, "c|"+strconv.Itoa(s), store.ScanOptions{Limit: forgetBatch, Projection: []store.Path{}})
+			rows, err := rt.st.Scan(ctx, prefix+strconv.Itoa(s), store.ScanOptions{Limit: keyBatch, Projection: []store.Path{}})
 			if err != nil {
 				return err
 			}
 			for _, row := range rows {
-				at, id, ok := strings.Cut(row.Key.Sort, "|")
-				collected, err := strconv.ParseInt(at, 10, 64)
+				atText, id, ok := strings.Cut(row.Key.Sort, "|")
+				at, err := strconv.ParseInt(atText, 10, 64)
 				if !ok || err != nil {
-					return fmt.Errorf("%w: tombstone index entry %q", ErrCorrupt, row.Key.Sort)
+					return fmt.Errorf("%w: key index entry %q", ErrCorrupt, row.Key.Sort)
 				}
-				if time.Duration(now-collected) <= rt.cfg.KeyRetention {
+				if time.Duration(now-at) <= age {
 					return nil // the rest are younger
 				}
-				if err := rt.forgetKey(ctx, id, collected); err != nil {
+				if err := due(id, at); err != nil {
 					return err
 				}
 				if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
 					return err
 				}
-				rep.KeysForgotten++
 			}
-			if len(rows) < forgetBatch {
+			if len(rows) < keyBatch {
 				break
 			}
 		}
@@ -299,27 +321,36 @@ func (rt *Runtime) forgetKeys(ctx context.Context, now int64, rep *GCReport) err
 	return nil
 }
 
-// forgetKey removes the instance's partition if its intent is still the tombstone collected at
-// collected (not a later incarnation's intent, nor a later tombstone), the intent last.
-func (rt *Runtime) forgetKey(ctx context.Context, id string, collected int64) error {
+// expireKey turns the instance's tombstone collected at collected (not a later incarnation's
+// intent, nor a later tombstone) into an expired key: the result and whatever a straggler left
+// in the instance's partition are removed; the id, the input digest and the times stay, so a
+// request for the id is still refused (ErrKeyExpired) instead of run. The expired key enters
+// its index first: a crash in between leaves an entry for a tombstone, which is checked.
+func (rt *Runtime) expireKey(ctx context.Context, id string, collected int64) (bool, error) {
 	a, found, err := rt.st.Get(ctx, intentKey(id))
-	if err != nil || !found || a[attrCollected] != collected {
-		return err
+	if err != nil || !found || a[attrCollected] != collected || a[attrExpired] != nil {
+		return false, err
 	}
 	rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, row := range rows {
 		if row.Key.Sort == intentSort {
 			continue
 		}
 		if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
-			return err
+			return false, err
 		}
 	}
-	_, err = rt.st.Delete(ctx, intentKey(id), store.Equal(store.Attr(attrCollected), collected))
-	return err
+	expiredAt := rt.now()
+	if _, err := rt.st.Update(ctx, expiredKeyIndex(rt.cfg.IndexShards, id, expiredAt), store.Always(),
+		store.Update{store.SetAttr(store.Attr(attrKind), "expired")}); err != nil {
+		return false, err
+	}
+	r, err := rt.st.Update(ctx, intentKey(id), store.Equal(store.Attr(attrCollected), collected),
+		store.Update{store.SetAttr(store.Attr(attrExpired), expiredAt), store.RemoveAttr(store.Attr(attrResult))})
+	return err == nil && r.Applied, err
 }
 
 // collectTx removes what a finished transaction left in this SSF: its shadow DAALs and its

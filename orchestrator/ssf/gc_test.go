@@ -585,4 +585,15 @@ func TestInputMismatchIsRefused(t *testing.T) {
 		t.Fatalf("not collected: %+v %v", st, err)
 	}
 	check("after collection")
+	c.Advance(rt.Config().KeyRetention + time.Second)
+	gc(t, rt)
+	if _, err := send(`{"b":[2,3],"a":1}`); !errors.Is(err, ssf.ErrKeyExpired) {
+		t.Fatalf("after expiry, the same input: %v, want ErrKeyExpired", err)
+	}
+	if _, err := send(`{"a": 2}`); !errors.Is(err, ssf.ErrInputMismatch) {
+		t.Fatalf("after expiry, another input: %v, want ErrInputMismatch", err)
+	}
+	if got := rt.Stats().Executions; got != runs {
+		t.Fatalf("after expiry: %d executions, want %d", got, runs)
+	}
 }

@@ -30,6 +30,9 @@ type IntentStatus struct {
 	// Collected: the instance finished and was garbage-collected: its logs are gone, and only
 	// its id and result are remembered (Config.KeyRetention). Exists is false, Done true.
 	Collected bool
+	// Expired: the collected instance's result was dropped after KeyRetention; its id is still
+	// refused (ErrKeyExpired) until ExpiredKeyRetention passed. Collected is set too.
+	Expired bool
 }
 
 // Intent returns the status of an instance. An instance whose intent was garbage-collected
@@ -44,7 +47,7 @@ func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus,
 		return IntentStatus{}, err
 	}
 	if in.collected != 0 {
-		return IntentStatus{Done: true, Result: in.result, Collected: true}, nil
+		return IntentStatus{Done: true, Result: in.result, Collected: true, Expired: in.expired != 0}, nil
 	}
 	return IntentStatus{Exists: true, Done: in.done, Result: in.result}, nil
 }

@@ -19,6 +19,7 @@ import (
 //	p|SHARD        unfinished-intent index (Beldi's secondary index): sort key = instance id
 //	f|SHARD        finished-intent index the GC stamps with finish times
 //	c|SHARD        tombstones of collected instances: sort key = collection time|id, oldest first
+//	e|SHARD        expired keys (tombstones without a result): sort key = expiry time|id
 //	k|SHARD        directory of linked DAALs (items and shadows), so the GC can visit them all
 //	s|TX|TABLE|KEY a transaction's shadow DAAL of an item
 //	x|TX           what a transaction locked and called from this SSF
@@ -65,6 +66,7 @@ const (
 	attrCollected  = "Collected"  // int64 unix nanos the GC collected the instance; the intent is a tombstone since
 	attrVoid       = "Void"       // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
 	attrInputHash  = "InputHash"  // string digest of the request's input, kept in the tombstone (see inputDigest)
+	attrExpired    = "Expired"    // int64 unix nanos the tombstone's result was dropped (Config.KeyRetention)
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }
@@ -94,6 +96,9 @@ func finishedKey(shards int, id string) store.Key {
 }
 func tombstoneKey(shards int, id string, collected int64) store.Key {
 	return store.Key{Partition: "c|" + strconv.Itoa(shard(shards, id)), Sort: fmt.Sprintf("%020d|%s", collected, id)}
+}
+func expiredKeyIndex(shards int, id string, expired int64) store.Key {
+	return store.Key{Partition: "e|" + strconv.Itoa(shard(shards, id)), Sort: fmt.Sprintf("%020d|%s", expired, id)}
 }
 func directoryKey(shards int, partition string) store.Key {
 	return store.Key{Partition: "k|" + strconv.Itoa(shard(shards, partition)), Sort: partition}

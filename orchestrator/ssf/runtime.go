@@ -54,12 +54,16 @@ type Config struct {
 	// again; the garbage collector keeps finished instances whose holder may, and asks again on
 	// its next pass. An error counts as "may". Nil: holders are ignored.
 	Hold func(ctx context.Context, holder string) (bool, error)
-	// KeyRetention is how long the id of a collected instance is remembered after collection
-	// (a tombstone in place of its intent, with its result): a request for it within that time
-	// gets that result instead of running the instance again. It bounds how late a
-	// platform may deliver a request (a queue's redelivery, an asynchronous retry). Default 7
-	// days; it must exceed GCBound.
+	// KeyRetention is how long the answer of a collected instance is kept after collection (a
+	// tombstone in place of its intent, with its result): a request for its id (idempotency
+	// key) within that time gets that result instead of running the instance again. Default
+	// 24 hours (as Stripe keeps idempotency keys); it must exceed GCBound.
 	KeyRetention time.Duration
+	// ExpiredKeyRetention is how long, after KeyRetention, the id is still recognised without
+	// its result (a compact record: the id, the input digest and the times): a request for it
+	// gets ErrKeyExpired, never a new run. After it the id is forgotten, and a request with it
+	// starts a new instance. Default 30 days.
+	ExpiredKeyRetention time.Duration
 	// IndexShards spreads the intent and key indexes over this many partitions (default 4).
 	IndexShards int
 	// Clock defaults to the system clock.
@@ -76,7 +80,9 @@ const (
 	DefaultLifetime      = 5 * time.Minute
 	DefaultRelaunchDelay = 30 * time.Second
 	DefaultIndexShards   = 4
-	DefaultKeyRetention  = 7 * 24 * time.Hour
+	DefaultKeyRetention  = 24 * time.Hour
+	// DefaultExpiredKeyRetention: an expired key costs one small row for this long.
+	DefaultExpiredKeyRetention = 30 * 24 * time.Hour
 )
 
 // Runtime runs one SSF's instances and collectors.
@@ -134,7 +140,10 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.KeyRetention == 0 {
 		cfg.KeyRetention = max(DefaultKeyRetention, 2*cfg.GCBound)
 	}
-	if cfg.RowCapacity < 1 || cfg.IndexShards < 1 || cfg.Lifetime < 0 || cfg.RelaunchDelay < 0 {
+	if cfg.ExpiredKeyRetention == 0 {
+		cfg.ExpiredKeyRetention = DefaultExpiredKeyRetention
+	}
+	if cfg.RowCapacity < 1 || cfg.IndexShards < 1 || cfg.Lifetime < 0 || cfg.RelaunchDelay < 0 || cfg.ExpiredKeyRetention < 0 {
 		return nil, fmt.Errorf("%w: SSF %s: RowCapacity and IndexShards must be positive, durations not negative", ErrBadInput, cfg.Name)
 	}
 	if cfg.GCBound <= cfg.Lifetime {
@@ -238,6 +247,7 @@ type intent struct {
 	// heldIndex: the finished-index entry was written at creation (holderRetries)
 	heldIndex bool
 	collected int64  // when the GC collected the instance; the intent is a tombstone since
+	expired   int64  // when the tombstone's result was dropped (KeyRetention); 0: kept
 	hasResult bool   // the result is recorded (a tombstone keeps it)
 	inputHash string // digest of the input the instance was created with ("" before digests were kept)
 }
@@ -275,10 +285,15 @@ func (in *intent) incarnation() string { return incarnationOf(in.start) }
 func incarnationOf(start int64) string { return strconv.FormatInt(start, 36) }
 
 // collectedOutcome is the answer to a request for a collected instance: the result its
-// tombstone kept, or, for an instance that never ran (its holder closed before its intent was
-// created), ErrInstanceCollected. Never a new run.
+// tombstone kept; ErrKeyExpired once the result was dropped; ErrInstanceCollected for an
+// instance that never ran (its holder closed before its intent was created). Never a new run.
 func collectedOutcome(ssfName string, in *intent) (Result, error) {
+	if in.expired != 0 {
+		return Result{}, fmt.Errorf("%w (%w): SSF %s: the answer to instance %s was kept until %s and is gone; its id cannot run again (use a new idempotency key for a new request)",
+			ErrKeyExpired, ErrInstanceCollected, ssfName, in.id, time.Unix(0, in.expired).UTC().Format(time.RFC3339))
+	}
 	if in.hasResult {
+		in.result.Replayed = true
 		return in.result, nil
 	}
 	return Result{}, fmt.Errorf("%w: SSF %s: instance %s was collected at %s without a result; its id cannot run again (use a new instance id for a new request)",
@@ -303,6 +318,7 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 	in.builtin, _ = a[attrBuiltin].(string)
 	in.heldIndex, _ = a[attrHeldIndex].(bool)
 	in.collected, _ = a[attrCollected].(int64)
+	in.expired, _ = a[attrExpired].(int64)
 	in.inputHash, _ = a[attrInputHash].(string)
 	if r, ok := a[attrResult].([]byte); ok {
 		in.hasResult = true
@@ -447,6 +463,7 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 			return collectedOutcome(rt.cfg.Name, in)
 		}
 		if in.done {
+			in.result.Replayed = true
 			return in.result, nil
 		}
 		if req.Async && req.Caller != nil {
@@ -605,6 +622,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 			return Result{}, fmt.Errorf("%w: intent %s vanished before it was done", ErrCorrupt, in.id)
 		}
 		res = stored.result
+		res.Replayed = true
 	}
 	if in.heldIndex {
 		return res, nil

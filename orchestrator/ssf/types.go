@@ -23,6 +23,10 @@ type Result struct {
 	// TxConflict reports that the abort started from a lost wait-die conflict (not from the
 	// application), so retrying the transaction can succeed.
 	TxConflict bool `json:"tx_conflict,omitempty"`
+	// Replayed reports that the result was recorded before this request reached the runtime
+	// (by an earlier request with the same instance id, or a concurrent one that finished
+	// first): the request ran nothing. Set by the runtime that answers; never stored or sent.
+	Replayed bool `json:"-"`
 }
 
 // Err returns the application error carried by r, or nil. A result of an aborted transaction
@@ -127,6 +131,10 @@ var (
 	// of its request cannot run it. A new request needs a new instance id. (A collected instance
 	// that finished answers with its result.)
 	ErrInstanceCollected = errors.New("ssf: instance already finished and collected")
+	// ErrKeyExpired: the instance was collected and its answer dropped after KeyRetention; its
+	// id is still recognised (ExpiredKeyRetention), so the request is refused, never run again.
+	// It comes with ErrInstanceCollected.
+	ErrKeyExpired = errors.New("ssf: idempotency key expired")
 	// ErrInputMismatch: a request names an instance (an idempotency key) that was created
 	// with a different input; it wraps ErrBadInput. Reusing a key for a new request is a
 	// client bug, and answering with the old result would hide it.

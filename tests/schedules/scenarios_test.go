@@ -460,7 +460,8 @@ func TestScheduleCondWriteThreeExecutions(t *testing.T) {
 }
 
 // Schedule 7: an instance id used again after its instance was collected answers with the
-// collected instance's result while the id is remembered, without running, and afterwards runs
+// collected instance's result (marked replayed) while it is kept, then ErrKeyExpired while the
+// id is recognised, never running; once the id is forgotten it runs
 // as a new instance with all its effects, never replaying the old instance's log entries
 // (still in the DAAL's head row).
 func TestSchedule7ReusedIDAfterCollection(t *testing.T) { reusedIDAfterCollection(t, nil) }
@@ -494,18 +495,26 @@ func reusedIDAfterCollection(t *testing.T, tables func(string) *store.Table) {
 		t.Fatal(err)
 	}
 	again, err := invoke()
-	if err != nil || show(again) != show(first) || n() != "1" {
-		t.Fatalf("a request for a collected instance answered %s (%v) with n = %s; want the first answer %s, n = 1", show(again), err, n(), show(first))
+	if err != nil || show(again) != show(first) || n() != "1" || first.Replayed || !again.Replayed {
+		t.Fatalf("a request for a collected instance answered %s (%v, replayed %v) with n = %s; want the first answer %s (replayed %v), n = 1", show(again), err, again.Replayed, n(), show(first), first.Replayed)
 	}
-	retention := w.RT[App].Config().KeyRetention
-	for range 2 { // stamp, then forget
-		w.Clock.Advance(retention + time.Second)
-		if _, err := w.RT[App].CollectGarbage(ctx); err != nil {
-			t.Fatal(err)
-		}
+	cfg := w.RT[App].Config()
+	w.Clock.Advance(cfg.KeyRetention + time.Second)
+	if _, err := w.RT[App].CollectGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := w.RT[App].Intent(ctx, InstanceID); err != nil || !st.Expired {
+		t.Fatalf("the key has not expired after KeyRetention: %+v %v", st, err)
+	}
+	if res, err := invoke(); !errors.Is(err, ssf.ErrKeyExpired) || !errors.Is(err, ssf.ErrInstanceCollected) || n() != "1" {
+		t.Fatalf("a request for an expired key answered %s (%v) with n = %s; want ErrKeyExpired and n = 1", show(res), err, n())
+	}
+	w.Clock.Advance(cfg.ExpiredKeyRetention + time.Second)
+	if _, err := w.RT[App].CollectGarbage(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if st, err := w.RT[App].Intent(ctx, InstanceID); err != nil || st.Exists || st.Collected {
-		t.Fatalf("the tombstone is still there after KeyRetention: %+v %v", st, err)
+		t.Fatalf("the expired key is still there after ExpiredKeyRetention: %+v %v", st, err)
 	}
 	if _, err := invoke(); err != nil {
 		t.Fatal(err)

@@ -127,6 +127,9 @@ func (s *Server) handleRequest(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:
+		if res.Replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		writeJSON(w, http.StatusOK, res)
 	}
 }
