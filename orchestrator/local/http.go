@@ -118,6 +118,8 @@ func invokeHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, instanceResponse(id, ssf.IntentStatus{Exists: true, Done: true, Result: res}))
 	case errors.Is(err, ssf.ErrInputMismatch):
 		writeError(w, http.StatusConflict, "%v", err) // the key was used for another request
+	case errors.Is(err, ssf.ErrInputTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "%v", err)
 	case errors.Is(err, ssf.ErrBadInput):
 		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.Is(err, ssf.ErrInstanceCollected):

@@ -141,6 +141,8 @@ func TestHTTPInvokeIsIdempotent(t *testing.T) {
 		t.Fatalf("repeating a request with the same key ran the handler again (%d executions, want %d)", got, runs)
 	}
 	expect(t, "same key, another body", do(t, "POST", u, "k1", `{"by": 3}`), 409, nil)
+	// Between what an intent row holds and the HTTP cap: refused for good, never "retry".
+	expect(t, "body over the input limit", do(t, "POST", u, "k-big", `"`+strings.Repeat("x", ssf.MaxInputBytes)+`"`), 413, nil)
 	expect(t, "new key", do(t, "POST", u, "k2", `{"by": 3}`), 200, map[string]any{"output": 5.0})
 
 	anon := do(t, "POST", u, "", `{"by": 1}`)

@@ -295,6 +295,19 @@ func (rt *Runtime) ensureHead(ctx context.Context, st *store.Table, part string)
 // MaxInstanceIDLen bounds instance ids (in bytes) so that the write-log space of a row is bounded.
 const MaxInstanceIDLen = 100
 
+// MaxItemKeyBytes bounds an item's table name plus key (in bytes) on every store, so that a key
+// that works on SQLite also works in the cloud: DynamoDB and Azure Tables allow 1 KiB keys, and
+// the runtime's own prefixes and transaction ids share them.
+const MaxItemKeyBytes = 512
+
+// intentOverheadBytes is what an intent row holds besides its input and result: the id, the
+// caller, the holder, the transaction, the digest, the times (generously).
+const intentOverheadBytes = 2048
+
+// MaxInputBytes bounds an instance's input, on every store: the intent row keeps it with the
+// result, and leaves room for at least an error result.
+const MaxInputBytes = store.PortableMaxRowBytes - intentOverheadBytes - 2048
+
 // maxValueBytes is the largest value that fits in a DAAL row next to a full write log.
 func (rt *Runtime) maxValueBytes(table, key string) int {
 	perEntry := MaxInstanceIDLen + 40 // "#" incarnation (13 base-36 digits) "#" step, the flag, the encoding's overhead

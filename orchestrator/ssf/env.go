@@ -245,6 +245,9 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: input for %s is not JSON-encodable: %v", ErrBadInput, callee, err)
 	}
+	if err := checkInputSize(callee, in); err != nil {
+		return Result{}, err
+	}
 	var tx *TxContext
 	if e.tx != nil {
 		if e.tx.aborted != nil {
@@ -472,6 +475,9 @@ func validItem(table, key string) error {
 	}
 	if key == "" {
 		return fmt.Errorf("%w: empty key in table %s", ErrBadInput, table)
+	}
+	if len(table)+len(key) > MaxItemKeyBytes {
+		return fmt.Errorf("%w: table %s, key of %d bytes: a table name and key take at most %d bytes together on every store", ErrBadInput, table, len(key), MaxItemKeyBytes)
 	}
 	return nil
 }

@@ -268,6 +268,15 @@ func inputDigest(input json.RawMessage) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
+// checkInputSize refuses an input that cannot fit in an intent row on every store.
+func checkInputSize(ssfName string, input []byte) error {
+	if len(input) > MaxInputBytes {
+		return fmt.Errorf("%w: %w: input of %d bytes for SSF %s; at most %d bytes (store large data in an item and pass its key)",
+			ErrBadInput, ErrInputTooLarge, len(input), ssfName, MaxInputBytes)
+	}
+	return nil
+}
+
 // sameInput refuses a request that carries an input other than the one the instance was
 // created with. Requests without input (an asynchronous start, a relaunch) run the stored one.
 func (rt *Runtime) sameInput(req Request, in *intent) error {
@@ -353,6 +362,9 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	}
 	if len(req.Input) > 0 && !json.Valid(req.Input) {
 		return nil, false, fmt.Errorf("%w: SSF %s: input of instance %s is not valid JSON", ErrBadInput, rt.cfg.Name, req.InstanceID)
+	}
+	if err := checkInputSize(rt.cfg.Name, req.Input); err != nil {
+		return nil, false, err
 	}
 	now := rt.now()
 	upd := store.Update{
@@ -534,9 +546,14 @@ func (rt *Runtime) execute(ctx context.Context, f *fence, in *intent, replaying 
 		res.Error = herr.Error()
 	} else if out != nil {
 		b, err := json.Marshal(out)
-		if err != nil {
+		switch room := store.PortableMaxRowBytes - intentOverheadBytes - len(in.args); {
+		case err != nil:
 			res.Error = fmt.Sprintf("ssf %s: cannot encode output as JSON: %v", rt.cfg.Name, err)
-		} else {
+		case len(b) > room:
+			// Deterministic: every execution fails the same way, so it is the outcome, not a
+			// crash to retry.
+			res.Error = fmt.Sprintf("ssf %s: output of %d bytes does not fit the intent row next to this input (at most %d bytes); store it in an item and return its key", rt.cfg.Name, len(b), room)
+		default:
 			res.Output = b
 		}
 	}

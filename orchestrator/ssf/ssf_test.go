@@ -141,3 +141,46 @@ func TestErrorsAreClear(t *testing.T) {
 		t.Fatalf("pending intents: %d %v", n, err)
 	}
 }
+
+// What would fail the same way on every execution is refused before any effect (an input or
+// a key over the portable limits) or recorded as the instance's failed result (an output that
+// cannot be stored), never treated as a crash to run again.
+func TestLimitsFailOnceAndTheSameOnEveryStore(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	ctx := context.Background()
+	rt := add(t, h, "limits", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		var size int
+		if err := json.Unmarshal(in, &size); err != nil {
+			return nil, err
+		}
+		if err := env.Write("t", strings.Repeat("k", ssf.MaxItemKeyBytes), 1); !errors.Is(err, ssf.ErrBadInput) {
+			return nil, fmt.Errorf("a key over MaxItemKeyBytes: %v, want ErrBadInput", err)
+		}
+		if err := env.AsyncInvoke("limits", strings.Repeat("x", ssf.MaxInputBytes)); !errors.Is(err, ssf.ErrInputTooLarge) {
+			return nil, fmt.Errorf("a call with an input over MaxInputBytes: %v, want ErrInputTooLarge", err)
+		}
+		return strings.Repeat("y", size), nil
+	})
+	res, err := h.Invoke(ctx, "limits", "big-output", json.RawMessage(fmt.Sprint(store.PortableMaxRowBytes)))
+	if err != nil || !strings.Contains(res.Error, "does not fit the intent row") {
+		t.Fatalf("an output too large to store: %v, %+v; want a recorded failure", err, res)
+	}
+	runs := rt.Stats().Executions
+	if again, err := h.Invoke(ctx, "limits", "big-output", json.RawMessage(fmt.Sprint(store.PortableMaxRowBytes))); err != nil || again.Error != res.Error || !again.Replayed {
+		t.Fatalf("asked again: %+v %v, want the recorded failure", again, err)
+	}
+	if res, err := h.Invoke(ctx, "limits", "small", json.RawMessage(`3`)); err != nil || string(res.Output) != `"yyy"` {
+		t.Fatalf("a small output: %+v %v", res, err)
+	}
+	huge := json.RawMessage(`"` + strings.Repeat("z", ssf.MaxInputBytes) + `"`)
+	if _, err := rt.Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: "huge-input", Input: huge}); !errors.Is(err, ssf.ErrInputTooLarge) || !errors.Is(err, ssf.ErrBadInput) {
+		t.Fatalf("an input over MaxInputBytes: %v, want ErrInputTooLarge", err)
+	}
+	if st, err := rt.Intent(ctx, "huge-input"); err != nil || st.Exists {
+		t.Fatalf("an oversized input left an intent: %+v %v", st, err)
+	}
+	if got := rt.Stats().Executions; got != runs+1 {
+		t.Fatalf("%d executions, want %d", got, runs+1)
+	}
+}

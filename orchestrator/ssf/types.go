@@ -131,6 +131,9 @@ var (
 	// of its request cannot run it. A new request needs a new instance id. (A collected instance
 	// that finished answers with its result.)
 	ErrInstanceCollected = errors.New("ssf: instance already finished and collected")
+	// ErrInputTooLarge: an input exceeds MaxInputBytes; it wraps ErrBadInput. Refused before
+	// anything is written, on every store alike.
+	ErrInputTooLarge = errors.New("ssf: input too large")
 	// ErrKeyExpired: the instance was collected and its answer dropped after KeyRetention; its
 	// id is still recognised (ExpiredKeyRetention), so the request is refused, never run again.
 	// It comes with ErrInstanceCollected.

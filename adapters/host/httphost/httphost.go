@@ -120,6 +120,8 @@ func (s *Server) handleRequest(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ssf.ErrInputMismatch):
 		writeError(w, http.StatusConflict, err) // the instance id was used with another input
+	case errors.Is(err, ssf.ErrInputTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, err)
 	case errors.Is(err, ssf.ErrBadInput):
 		writeError(w, http.StatusBadRequest, err)
 	case errors.Is(err, ssf.ErrInstanceCollected):
