@@ -2,6 +2,7 @@ package ssf
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,6 +18,7 @@ type ICReport struct {
 	Relaunched int // instances launched again
 	Repaired   int // done intents still in the pending index, moved to the finished index
 	Orphans    int // index entries whose intent was never created, removed after T
+	GaveUp     int // instances given up after Config.MaxAttempts launches, with a failed result
 }
 
 // CollectIntents is the intent collector (Beldi §3.3): it launches again every unfinished
@@ -28,14 +30,15 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 	var rep ICReport
 	now := rt.now()
 	for s := 0; s < rt.cfg.IndexShards; s++ {
-		rows, err := rt.st.Scan(ctx, "p|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrLaunched)}})
+		rows, err := rt.st.Scan(ctx, "p|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrLaunched), store.Attr(attrAttempts)}})
 		if err != nil {
 			return rep, err
 		}
 		for _, row := range rows {
 			rep.Pending++
 			launched, _ := row.Attrs[attrLaunched].(int64)
-			if time.Duration(now-launched) < rt.cfg.RelaunchDelay {
+			attempts, _ := row.Attrs[attrAttempts].(int64)
+			if time.Duration(now-launched) < rt.cfg.RelaunchDelay<<min(attempts, 5) {
 				continue
 			}
 			id := row.Key.Sort
@@ -84,8 +87,18 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 				rep.Repaired++
 				continue
 			}
+			if rt.cfg.MaxAttempts > 0 && attempts >= int64(rt.cfg.MaxAttempts) && a[attrBuiltin] == nil {
+				gaveUp, err := rt.giveUp(ctx, id, a, attempts, now)
+				if err != nil {
+					return rep, err
+				}
+				if gaveUp {
+					rep.GaveUp++
+				}
+				continue
+			}
 			claim, err := rt.st.Update(ctx, row.Key, store.Equal(store.Attr(attrLaunched), launched),
-				store.Update{store.SetAttr(store.Attr(attrLaunched), now)})
+				store.Update{store.SetAttr(store.Attr(attrLaunched), now), store.SetAttr(store.Attr(attrAttempts), attempts+1)})
 			if err != nil {
 				return rep, err
 			}
@@ -101,6 +114,63 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// giveUp records the failure of an instance the intent collector launched MaxAttempts times
+// without it finishing, once no execution of it can still be running: none started within T
+// (the creator's start is the intent's, every later execution's is claimed on the intent:
+// claimExecution), and T exceeds the lifetime. The record is conditional on no execution having
+// claimed a start since the intent was read, so a late execution either finds the instance
+// done or keeps it alive. A transaction participant's failure aborts its transaction;
+// transaction ends (built-ins) are never given up: they release locks. It reports whether the
+// instance was given up now.
+func (rt *Runtime) giveUp(ctx context.Context, id string, a store.Attrs, attempts, now int64) (bool, error) {
+	in, err := decodeIntent(id, a)
+	if err != nil {
+		return false, err
+	}
+	lastExec, claimed := a[attrLastExec].(int64)
+	if time.Duration(now-max(in.start, lastExec)) <= rt.cfg.GCBound {
+		return false, nil // an execution may still be running; ask again on a later pass
+	}
+	reason, _ := a[attrLastError].(string)
+	if reason == "" {
+		reason = "none recorded (crashes or timeouts)"
+	}
+	res := Result{Error: fmt.Sprintf("%v: SSF %s, instance %s: %d launches by the intent collector did not finish it; last error: %s",
+		ErrGaveUp, rt.cfg.Name, id, attempts, reason)}
+	if in.tx != nil {
+		res.TxAborted = true // the caller's transaction aborts; its end releases the locks
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return false, err
+	}
+	unclaimed := store.NotExists(store.Attr(attrLastExec))
+	if claimed {
+		unclaimed = store.Equal(store.Attr(attrLastExec), lastExec)
+	}
+	cond := store.And(store.Equal(store.Attr(attrDone), false), store.Equal(store.Attr(attrStart), in.start), unclaimed)
+	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{
+		{Key: intentKey(id), Cond: cond, Update: store.Update{store.SetAttr(store.Attr(attrDone), true), store.SetAttr(store.Attr(attrResult), b)}},
+		rt.finishedEntry(in),
+	})
+	if err != nil || !rs[0].Applied {
+		return false, err
+	}
+	rt.stats.gaveUp.Add(1)
+	rt.log.Error("instance given up: it never finished", "instance", id, "launches", attempts, "last_error", reason)
+	if err := rt.removePending(ctx, id); err != nil {
+		return true, err
+	}
+	if in.caller != nil && !in.async {
+		// After the record, so the caller can only ever hear this outcome; if this callback is
+		// lost, the caller's re-execution asks again and is answered the same.
+		if err := rt.callback(ctx, *in.caller, id, res); err != nil {
+			rt.log.Warn("callback of a given-up instance failed; the caller will ask again", "instance", id, "err", err)
+		}
+	}
+	return true, nil
 }
 
 // voidIntent marks the intent row of an instance whose creation never landed, unless it was

@@ -597,3 +597,65 @@ func TestInputMismatchIsRefused(t *testing.T) {
 		t.Fatalf("after expiry: %d executions, want %d", got, runs)
 	}
 }
+
+// An instance that can never finish (here: it calls an SSF that does not exist) is launched at
+// most MaxAttempts times by the intent collector, with growing delays, then given up once no
+// execution can be running: a failed result naming the last error, answered to every later
+// request, and no more launches.
+func TestPoisonInstanceIsGivenUp(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	defer h.Close()
+	base := ssf.Config{Lifetime: time.Minute, GCBound: 2 * time.Minute, RelaunchDelay: time.Second, Clock: c}
+	callee := base
+	callee.Name, callee.Store, callee.MaxAttempts = "poison", newTable(), 3
+	callee.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
+		_, err := env.SyncInvoke("nobody", nil)
+		return nil, err
+	}
+	rt, err := h.Add(callee)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := h.Invoke(ctx, "poison", "p-1", nil); err == nil {
+		t.Fatal("a poison instance finished")
+	}
+	pass := func() {
+		t.Helper()
+		if _, err := rt.CollectIntents(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+	}
+	for i := 0; rt.Stats().Relaunched < 3; i++ {
+		if i > 10 {
+			t.Fatalf("stats %+v: the intent collector stopped launching before MaxAttempts", rt.Stats())
+		}
+		c.Advance(3 * time.Minute) // past every backoff (RelaunchDelay << 5) and T
+		pass()
+	}
+	// The attempts are spent. A client's retry starts an execution now: the collector must
+	// not record a failure while it may be running.
+	c.Advance(3 * time.Minute)
+	if _, err := h.Invoke(ctx, "poison", "p-1", nil); err == nil {
+		t.Fatal("a poison instance finished")
+	}
+	pass()
+	if st, err := rt.Intent(ctx, "p-1"); err != nil || st.Done {
+		t.Fatalf("given up while an execution may still run: %+v %v", st, err)
+	}
+	c.Advance(3 * time.Minute)
+	pass()
+	st, err := rt.Intent(ctx, "p-1")
+	if err != nil || !st.Done || !strings.Contains(st.Result.Error, ssf.ErrGaveUp.Error()) || !strings.Contains(st.Result.Error, `no SSF named "nobody"`) {
+		t.Fatalf("after the attempts: %+v %v; want a given-up result naming the last error", st, err)
+	}
+	if s := rt.Stats(); s.Relaunched != 3 || s.GaveUp != 1 || s.Executions != 5 {
+		t.Fatalf("stats %+v: want 3 relaunches, 1 give-up, 5 executions", s)
+	}
+	res, err := h.Invoke(ctx, "poison", "p-1", nil)
+	if err != nil || res.Error != st.Result.Error || !res.Replayed {
+		t.Fatalf("asked again: %+v %v", res, err)
+	}
+}

@@ -67,6 +67,9 @@ const (
 	attrVoid       = "Void"       // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
 	attrInputHash  = "InputHash"  // string digest of the request's input, kept in the tombstone (see inputDigest)
 	attrExpired    = "Expired"    // int64 unix nanos the tombstone's result was dropped (Config.KeyRetention)
+	attrAttempts   = "Attempts"   // int64, on a pending-index entry: launches by the intent collector
+	attrLastExec   = "LastExec"   // int64 unix nanos the latest re-execution started (its fence); see claimExecution
+	attrLastError  = "LastError"  // string why the latest execution was abandoned, for the give-up record
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }

@@ -50,6 +50,13 @@ type Config struct {
 	// RelaunchDelay is how long after an instance's last launch the intent collector may launch
 	// it again. Re-running a live instance is safe; the delay avoids needless duplicates.
 	RelaunchDelay time.Duration
+	// MaxAttempts bounds the intent collector's launches of an instance that never finishes
+	// (a failure that repeats deterministically: a missing SSF, a store limit, a bug that
+	// crashes the host): after that many, once no execution can still be running, the instance
+	// is given up, with a failed result that says why (ErrGaveUp's message) and is answered to
+	// its caller. The delay between launches doubles from RelaunchDelay up to 32 times it.
+	// Default 10; negative: never give up.
+	MaxAttempts int
 	// Hold reports whether an instance's holder (Request.Holder) may still send its request
 	// again; the garbage collector keeps finished instances whose holder may, and asks again on
 	// its next pass. An error counts as "may". Nil: holders are ignored.
@@ -80,6 +87,7 @@ const (
 	DefaultLifetime      = 5 * time.Minute
 	DefaultRelaunchDelay = 30 * time.Second
 	DefaultIndexShards   = 4
+	DefaultMaxAttempts   = 10
 	DefaultKeyRetention  = 24 * time.Hour
 	// DefaultExpiredKeyRetention: an expired key costs one small row for this long.
 	DefaultExpiredKeyRetention = 30 * 24 * time.Hour
@@ -95,7 +103,7 @@ type Runtime struct {
 }
 
 type counters struct {
-	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, corruptions atomic.Int64
+	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, corruptions atomic.Int64
 }
 
 // Stats are cumulative counters of a runtime's activity.
@@ -110,6 +118,8 @@ type Stats struct {
 	Callbacks, SpuriousCallbacks int64
 	// Relaunched: instances the intent collector launched again.
 	Relaunched int64
+	// GaveUp: instances given up after Config.MaxAttempts launches, with a failed result.
+	GaveUp int64
 	// Corruptions: invariant violations detected in stored state (must stay zero).
 	Corruptions int64
 }
@@ -139,6 +149,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.KeyRetention == 0 {
 		cfg.KeyRetention = max(DefaultKeyRetention, 2*cfg.GCBound)
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
 	}
 	if cfg.ExpiredKeyRetention == 0 {
 		cfg.ExpiredKeyRetention = DefaultExpiredKeyRetention
@@ -207,7 +220,7 @@ func (rt *Runtime) Stats() Stats {
 	return Stats{
 		Executions: rt.stats.executions.Load(), Reexecutions: rt.stats.reexecutions.Load(),
 		Abandoned: rt.stats.abandoned.Load(), Callbacks: rt.stats.callbacks.Load(),
-		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(),
+		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(), GaveUp: rt.stats.gaveUp.Load(),
 		Corruptions: rt.stats.corruptions.Load(),
 	}
 }
@@ -471,15 +484,19 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 		if err := rt.sameInput(req, in); err != nil {
 			return Result{}, err
 		}
-		if in.collected != 0 {
-			return collectedOutcome(rt.cfg.Name, in)
-		}
 		if in.done {
-			in.result.Replayed = true
-			return in.result, nil
+			return collectedOrDone(rt.cfg.Name, in)
 		}
 		if req.Async && req.Caller != nil {
 			return rt.registerAsync(fctx, req, created)
+		}
+		if !created {
+			if in, err = rt.claimExecution(fctx, f, in); err != nil {
+				return Result{}, rt.abandon(req.InstanceID, err)
+			}
+			if in.done {
+				return collectedOrDone(rt.cfg.Name, in)
+			}
 		}
 		// Only the execution that created the intent knows that no other execution logged a
 		// step before it; every other one (a duplicate, a redelivered start, a retry) replays.
@@ -492,6 +509,51 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 		}
 		return res, err
 	}
+}
+
+// maxLastErrorBytes bounds the abandon reason an intent keeps.
+const maxLastErrorBytes = 1000
+
+// recordLastError keeps why an execution was abandoned on the intent, for the record the intent
+// collector writes if it gives the instance up. Crashes, fenced stragglers, divergences and
+// stops say nothing about the instance and are not recorded; failing to record is harmless.
+func (rt *Runtime) recordLastError(ctx context.Context, id string, cause error) {
+	for _, e := range []error{ErrCrashed, ErrLifetimeExceeded, ErrDiverged, ErrStopped, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(cause, e) {
+			return
+		}
+	}
+	msg := cause.Error()
+	if len(msg) > maxLastErrorBytes {
+		msg = msg[:maxLastErrorBytes] + "..."
+	}
+	_, _ = rt.st.Update(ctx, intentKey(id), store.Equal(store.Attr(attrDone), false),
+		store.Update{store.SetAttr(store.Attr(attrLastError), msg)})
+}
+
+// collectedOrDone answers a request for a finished instance with its recorded outcome.
+func collectedOrDone(ssfName string, in *intent) (Result, error) {
+	if in.collected != 0 {
+		return collectedOutcome(ssfName, in)
+	}
+	in.result.Replayed = true
+	return in.result, nil
+}
+
+// claimExecution records that an execution other than the intent's creator starts now (its
+// fence's start), unless the instance finished, and returns the intent as it stands. The intent
+// collector gives an instance up only if no execution started within T (see giveUp): the claim
+// and the give-up are conditional writes on the same row, so one of them sees the other.
+func (rt *Runtime) claimExecution(ctx context.Context, f *fence, in *intent) (*intent, error) {
+	r, err := rt.st.Update(ctx, intentKey(in.id), store.Equal(store.Attr(attrDone), false),
+		store.Update{store.SetAttr(store.Attr(attrLastExec), f.started.UnixNano())})
+	if err != nil {
+		return nil, err
+	}
+	if r.Applied {
+		return in, nil
+	}
+	return decodeIntent(in.id, r.Attrs)
 }
 
 // maxStartOvers bounds how often one request starts over after diverging (each diverged
@@ -537,6 +599,7 @@ func (rt *Runtime) execute(ctx context.Context, f *fence, in *intent, replaying 
 		_, _ = env.endTx()
 	}
 	if env.err != nil {
+		rt.recordLastError(ctx, in.id, env.err)
 		return Result{}, rt.abandon(in.id, env.err)
 	}
 	res := Result{}

@@ -134,6 +134,9 @@ var (
 	// ErrInputTooLarge: an input exceeds MaxInputBytes; it wraps ErrBadInput. Refused before
 	// anything is written, on every store alike.
 	ErrInputTooLarge = errors.New("ssf: input too large")
+	// ErrGaveUp begins the failed result of an instance the intent collector gave up on after
+	// Config.MaxAttempts launches (the result's Error names it and the last error).
+	ErrGaveUp = errors.New("ssf: instance given up")
 	// ErrKeyExpired: the instance was collected and its answer dropped after KeyRetention; its
 	// id is still recognised (ExpiredKeyRetention), so the request is refused, never run again.
 	// It comes with ErrInstanceCollected.
