@@ -82,7 +82,7 @@ func (h *Host) ServeQueues(ctx context.Context, o queue.ServeOptions) error {
 // refuses, is poison; an abandoned execution is retried (its intent stays pending, so the
 // intent collector would also run it again), except one that stopped because a concurrent
 // execution of the same instance (a duplicate delivery) got ahead of it: that one is running
-// the instance, so the message is done.
+// the instance, so the message is done, as it is for an instance collected and expired long ago.
 func QueueHandler(rt *ssf.Runtime) queue.Handler {
 	return func(ctx context.Context, m *queue.Message) error {
 		var req ssf.Request
@@ -93,8 +93,8 @@ func QueueHandler(rt *ssf.Runtime) queue.Handler {
 		switch {
 		case errors.Is(err, ssf.ErrBadInput):
 			return queue.Poison(err)
-		case errors.Is(err, ssf.ErrDiverged):
-			return nil
+		case errors.Is(err, ssf.ErrDiverged), errors.Is(err, ssf.ErrInstanceCollected):
+			return nil // another execution is running it, or it finished long ago
 		}
 		return err
 	}

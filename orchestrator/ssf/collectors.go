@@ -105,7 +105,7 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 			if !claim.Applied {
 				continue // another collector launched it, or it finished
 			}
-			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: id}); err != nil {
+			if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: id, Sent: now}); err != nil {
 				rt.log.Warn("relaunch failed; next pass retries", "instance", id, "err", err)
 				continue
 			}

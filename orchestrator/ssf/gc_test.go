@@ -659,3 +659,48 @@ func TestPoisonInstanceIsGivenUp(t *testing.T) {
 		t.Fatalf("asked again: %+v %v", res, err)
 	}
 }
+
+// A start of an existing instance (an asynchronous start, a relaunch) never creates an intent,
+// and one a platform delivers more than T after it was sent is refused with the reason: a
+// late redelivery of a collected and forgotten instance cannot run it again from scratch.
+func TestLateAndOrphanStartsAreRefused(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	_, rt := newWriter(t, c, nil)
+	ctx := context.Background()
+	start := func(id string, sent time.Time) error {
+		_, err := rt.Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: id, Async: true, Sent: sent.UnixNano()})
+		return err
+	}
+	if err := start("never-created", c.Now()); !errors.Is(err, ssf.ErrBadInput) {
+		t.Fatalf("a start of an instance without intent: %v, want ErrBadInput", err)
+	}
+	if st, err := rt.Intent(ctx, "never-created"); err != nil || st.Exists {
+		t.Fatalf("a start created an intent: %+v %v", st, err)
+	}
+	if _, err := rt.Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: "w-1", Input: json.RawMessage(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	runs := rt.Stats().Executions
+	sent := c.Now()
+	c.Advance(bound + time.Second)
+	if err := start("w-1", sent); !errors.Is(err, ssf.ErrLateStart) || !errors.Is(err, ssf.ErrBadInput) {
+		t.Fatalf("a start delivered after T: %v, want ErrLateStart", err)
+	}
+	if err := start("w-1", c.Now()); err != nil {
+		t.Fatalf("a timely start of a finished instance: %v", err)
+	}
+	// Collected, expired, forgotten: a start sent now still finds nothing to run.
+	for _, d := range []time.Duration{bound, bound, rt.Config().KeyRetention, rt.Config().ExpiredKeyRetention} {
+		c.Advance(d + time.Second)
+		gc(t, rt)
+	}
+	if st, err := rt.Intent(ctx, "w-1"); err != nil || st.Exists || st.Collected {
+		t.Fatalf("not forgotten: %+v %v", st, err)
+	}
+	if err := start("w-1", c.Now()); !errors.Is(err, ssf.ErrBadInput) {
+		t.Fatalf("a start of a forgotten instance: %v, want ErrBadInput", err)
+	}
+	if s := rt.Stats(); s.Executions != runs || s.LateStarts != 1 {
+		t.Fatalf("stats %+v: want %d executions and 1 late start", s, runs)
+	}
+}

@@ -103,7 +103,7 @@ type Runtime struct {
 }
 
 type counters struct {
-	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, corruptions atomic.Int64
+	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, lateStarts, corruptions atomic.Int64
 }
 
 // Stats are cumulative counters of a runtime's activity.
@@ -120,6 +120,8 @@ type Stats struct {
 	Relaunched int64
 	// GaveUp: instances given up after Config.MaxAttempts launches, with a failed result.
 	GaveUp int64
+	// LateStarts: starts refused because they were delivered more than T after they were sent.
+	LateStarts int64
 	// Corruptions: invariant violations detected in stored state (must stay zero).
 	Corruptions int64
 }
@@ -220,7 +222,7 @@ func (rt *Runtime) Stats() Stats {
 	return Stats{
 		Executions: rt.stats.executions.Load(), Reexecutions: rt.stats.reexecutions.Load(),
 		Abandoned: rt.stats.abandoned.Load(), Callbacks: rt.stats.callbacks.Load(),
-		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(), GaveUp: rt.stats.gaveUp.Load(),
+		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(), GaveUp: rt.stats.gaveUp.Load(), LateStarts: rt.stats.lateStarts.Load(),
 		Corruptions: rt.stats.corruptions.Load(),
 	}
 }
@@ -373,6 +375,10 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 			return in, false, err
 		}
 	}
+	if req.Sent != 0 {
+		return nil, false, fmt.Errorf("%w: SSF %s: a start of instance %s, which has no intent (never created, or forgotten after its key retention): nothing to run",
+			ErrBadInput, rt.cfg.Name, req.InstanceID)
+	}
 	if len(req.Input) > 0 && !json.Valid(req.Input) {
 		return nil, false, fmt.Errorf("%w: SSF %s: input of instance %s is not valid JSON", ErrBadInput, rt.cfg.Name, req.InstanceID)
 	}
@@ -466,6 +472,12 @@ func (rt *Runtime) abandon(in string, err error) error {
 }
 
 func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error) {
+	if late := time.Duration(rt.now() - req.Sent); req.Sent != 0 && late > rt.cfg.GCBound {
+		rt.stats.lateStarts.Add(1)
+		rt.log.Warn("refusing a start delivered later than T after it was sent; the intent collector runs the instance if it is unfinished", "instance", req.InstanceID, "late", late)
+		return Result{}, fmt.Errorf("%w: %w: SSF %s: the start of instance %s was sent %v ago, more than T (%v); the platform's delivery window must be below T (the intent collector launches unfinished instances itself)",
+			ErrBadInput, ErrLateStart, rt.cfg.Name, req.InstanceID, late.Round(time.Millisecond), rt.cfg.GCBound)
+	}
 	for attempt := 1; ; attempt++ {
 		// The lifetime starts before the intent is read: an execution that saw the instance
 		// unfinished started before it finished, so it is fenced off T before the garbage
@@ -569,7 +581,7 @@ func (rt *Runtime) registerAsync(ctx context.Context, req Request, created bool)
 		return Result{}, rt.abandon(req.InstanceID, err)
 	}
 	if created {
-		if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID, Async: true}); err != nil {
+		if err := rt.cfg.Transport.Spawn(ctx, rt.cfg.Name, Request{Kind: KindInvoke, InstanceID: req.InstanceID, Async: true, Sent: rt.now()}); err != nil {
 			rt.log.Warn("asynchronous start failed; the intent collector will run the instance", "instance", req.InstanceID, "err", err)
 		}
 	}

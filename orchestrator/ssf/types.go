@@ -79,6 +79,11 @@ type Request struct {
 	// Builtin names a runtime-provided handler to run instead of the SSF's own (the commit and
 	// abort propagation of transactions).
 	Builtin string `json:"builtin,omitempty"`
+	// Sent marks a start of an existing instance (the runtime's own asynchronous starts and
+	// relaunches) with when it was sent, in unix nanoseconds. Such a request never creates an
+	// intent, and one delivered more than T after it was sent is refused (ErrLateStart): a
+	// platform's late redelivery, which the intent collector has covered since.
+	Sent int64 `json:"sent,omitempty"`
 }
 
 // CallerRef names the invoke-log entry a callee reports to.
@@ -134,6 +139,10 @@ var (
 	// ErrInputTooLarge: an input exceeds MaxInputBytes; it wraps ErrBadInput. Refused before
 	// anything is written, on every store alike.
 	ErrInputTooLarge = errors.New("ssf: input too large")
+	// ErrLateStart: a start (Request.Sent) delivered more than T after it was sent; it wraps
+	// ErrBadInput, so queues dead-letter it with the reason. Nothing is lost: the intent
+	// collector launches every unfinished instance itself.
+	ErrLateStart = errors.New("ssf: start delivered later than T after it was sent")
 	// ErrGaveUp begins the failed result of an instance the intent collector gave up on after
 	// Config.MaxAttempts launches (the result's Error names it and the last error).
 	ErrGaveUp = errors.New("ssf: instance given up")
