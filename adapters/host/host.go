@@ -100,6 +100,9 @@ func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, tran
 	}
 	rt, err := ssf.New(ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
 		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, Transport: transport(q)})
+	if err == nil {
+		err = rt.ClaimTable(ctx)
+	}
 	if err != nil {
 		q.Close()
 		tbl.Close()

@@ -53,6 +53,12 @@ type hostedApp struct {
 // openApp registers each of the handlers' SSFs on a new host, with the settings in base and
 // the table at tableURL(name).
 func openApp(ctx context.Context, handlers map[string]ssf.Handler, tableURL func(ssfName string) (string, error), base ssf.Config) (*hostedApp, error) {
+	return openTunedApp(ctx, handlers, tableURL, base, nil)
+}
+
+// openTunedApp is openApp with tune, if not nil, adjusting each SSF's configuration (the
+// timings a config file sets per SSF).
+func openTunedApp(ctx context.Context, handlers map[string]ssf.Handler, tableURL func(ssfName string) (string, error), base ssf.Config, tune func(ssfName string, cfg *ssf.Config)) (*hostedApp, error) {
 	app := &hostedApp{host: local.NewHost(), runtimes: map[string]*ssf.Runtime{}}
 	for _, name := range slices.Sorted(maps.Keys(handlers)) {
 		u, err := tableURL(name)
@@ -68,6 +74,9 @@ func openApp(ctx context.Context, handlers map[string]ssf.Handler, tableURL func
 		app.tables = append(app.tables, tbl)
 		cfg := base
 		cfg.Name, cfg.Store, cfg.Handler = name, tbl, handlers[name]
+		if tune != nil {
+			tune(name, &cfg)
+		}
 		rt, err := app.host.Add(cfg)
 		if err != nil {
 			app.Close()

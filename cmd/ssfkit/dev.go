@@ -67,7 +67,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !ok {
 		return &cliUsageError{err: fmt.Errorf("dev: --app %q: want %s", *appName, exampleNames())}
 	}
-	base, tableURL, err := devTables(*storeFlag, *configFile)
+	place, err := devTables(*storeFlag, *configFile)
 	if err != nil {
 		return err
 	}
@@ -80,9 +80,18 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("dev: %w", err)
 		}
 		defer closeTemporal()
-		temporalClient, cfg.Hold = c, ssftemporal.HoldWhileOpen(c, devGCBound)
+		temporalClient = c
 	}
-	app, err := openApp(ctx, ex.handlers(), tableURL, cfg)
+	tune := func(name string, c *ssf.Config) {
+		if place.tune != nil {
+			place.tune(name, c)
+		}
+		if temporalClient != nil {
+			// Keep an activity's instance while its workflow may retry it, and T after.
+			c.Hold = ssftemporal.HoldWhileOpen(temporalClient, max(c.GCBound, 2*c.Lifetime))
+		}
+	}
+	app, err := openTunedApp(ctx, ex.handlers(), place.tableURL, cfg, tune)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
@@ -118,7 +127,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printDevBanner(stdout, ex, base, "http://"+ln.Addr().String(), slices.Sorted(maps.Keys(app.runtimes)), *icEvery, *gcEvery, temporalLine)
+	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.runtimes, *icEvery, *gcEvery, temporalLine)
 
 	select {
 	case err := <-served:
@@ -126,7 +135,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stdout, "shutting down: finishing requests in flight")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), devLifetime)
+	longest := time.Duration(0)
+	for _, rt := range app.runtimes {
+		longest = max(longest, rt.Config().Lifetime)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), longest)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("dev: shutdown: %w", err)
@@ -157,34 +170,60 @@ func checkListenAddr(addr string, public bool) error {
 	return fmt.Errorf("dev: --addr %q listens on %s, not a loopback address; the API has no authentication, so pass --public to expose it", addr, what)
 }
 
-// devTables returns where each SSF's table is, and a description for the banner: the stores of
-// the config file when one is given, else a table per SSF in the store of --store.
-func devTables(storeFlag, configFile string) (string, func(string) (string, error), error) {
+// devPlacement is where dev puts each SSF, and how it runs it.
+type devPlacement struct {
+	describe string                               // for the banner
+	tableURL func(ssfName string) (string, error) // each SSF's table
+	tune     func(ssfName string, cfg *ssf.Config) // a config file's timings; nil: dev's
+	// overrides says, for the banner, what dev does differently from the config file and why.
+	overrides string
+}
+
+// devTables returns where each SSF's table is: the stores of the config file when one is
+// given, with its lifetime, T and relaunch delay, else a table per SSF in the store of --store.
+func devTables(storeFlag, configFile string) (devPlacement, error) {
 	if configFile != "" {
 		if storeFlag != "" {
-			return "", nil, &cliUsageError{err: errors.New("dev: give --store or --config, not both")}
+			return devPlacement{}, &cliUsageError{err: errors.New("dev: give --store or --config, not both")}
 		}
 		cfg, err := deploy.Load(configFile)
 		if err != nil {
-			return "", nil, fmt.Errorf("dev: --config: %w", err)
+			return devPlacement{}, fmt.Errorf("dev: --config: %w", err)
 		}
-		return fmt.Sprintf("config %s (%s, environment %s)", configFile, cfg.Cloud, cfg.Environment), func(name string) (string, error) {
-			s, ok := cfg.SSFs[name]
-			if !ok {
-				return "", fmt.Errorf("%s has no SSF %s", configFile, name)
+		seconds := func(n int, def time.Duration) time.Duration {
+			if n == 0 {
+				return def
 			}
-			return s.Store, nil
+			return time.Duration(n) * time.Second
+		}
+		return devPlacement{
+			describe: fmt.Sprintf("config %s (%s, environment %s)", configFile, cfg.Cloud, cfg.Environment),
+			tableURL: func(name string) (string, error) {
+				s, ok := cfg.SSFs[name]
+				if !ok {
+					return "", fmt.Errorf("%s has no SSF %s", configFile, name)
+				}
+				return s.Store, nil
+			},
+			tune: func(name string, c *ssf.Config) {
+				s := cfg.SSFs[name]
+				c.Lifetime = seconds(s.LifetimeSeconds, ssf.DefaultLifetime)
+				c.GCBound = seconds(s.GCBoundSeconds, 0)
+				c.RelaunchDelay = seconds(s.RelaunchDelaySeconds, ssf.DefaultRelaunchDelay)
+			},
+			overrides: "asynchronous starts and relaunches run in this process, not on the config's queues:\n" +
+				"              the deployed functions consume those, and dev must not take their messages",
 		}, nil
 	}
 	base, err := devStoreURL(storeFlag)
 	if err != nil {
-		return "", nil, err
+		return devPlacement{}, err
 	}
 	tableURL, err := tablePerSSF(base)
 	if err != nil {
-		return "", nil, &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
+		return devPlacement{}, &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
 	}
-	return base, tableURL, nil
+	return devPlacement{describe: base, tableURL: tableURL}, nil
 }
 
 // devStoreURL returns the store URL from --store, defaulting to .ssfkit/dev.db under the
@@ -209,20 +248,45 @@ func devStoreURL(flagValue string) (string, error) {
 	return sqliteURL(abs), nil
 }
 
-func printDevBanner(w io.Writer, ex example, store, base string, ssfs []string, icEvery, gcEvery time.Duration, temporal string) {
+// timings describes the runtimes' lifetime, T and key retention, for the banner: one value
+// each when all SSFs agree, else each SSF's.
+func timings(runtimes map[string]*ssf.Runtime) string {
+	seen := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(runtimes)) {
+		c := runtimes[name].Config()
+		t := fmt.Sprintf("logs are kept %v after an instance finishes, which may run %v;\n              answers to keys are kept %v", c.GCBound, c.Lifetime, c.KeyRetention)
+		seen[t] = append(seen[t], name)
+	}
+	if len(seen) == 1 {
+		for t := range seen {
+			return t
+		}
+	}
+	var lines []string
+	for _, t := range slices.Sorted(maps.Keys(seen)) {
+		lines = append(lines, strings.Join(seen[t], ", ")+": "+t)
+	}
+	return strings.Join(lines, "\n              ")
+}
+
+func printDevBanner(w io.Writer, ex example, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal string) {
 	every := func(d time.Duration) string {
 		if d == 0 {
 			return "off"
 		}
 		return "every " + d.String()
 	}
+	overrides := ""
+	if place.overrides != "" {
+		overrides = "\n  overrides   " + place.overrides
+	}
 	// The SSFs' line ends with " (a table each)": 15 columns.
 	fmt.Fprintf(w, `ssfkit dev: %[8]s, exactly-once
 
   store       %[1]s
   SSFs        %[3]s (a table each)
-  collectors  intents %[4]s, garbage %[5]s; logs are kept %.0[6]fs
-              after an instance finishes, which may run %.0[7]fs
+  collectors  intents %[4]s, garbage %[5]s
+              %[6]s%[7]s
   Temporal    %[10]s
   listening   %[2]s
   API         POST /v1/ssf/{name}                 invoke; JSON in and out
@@ -233,10 +297,11 @@ func printDevBanner(w io.Writer, ex example, store, base string, ssfs []string, 
 Try:
 %[9]s
 Repeat a request with the same Idempotency-Key: it is never applied twice. Its answer
-is kept %.0[11]f h (marked Idempotent-Replayed: true); after that the key is refused.
+is replayed (marked Idempotent-Replayed: true) while it is kept; after that the key is
+refused as expired.
 Press Ctrl-C to stop.
 
-`, store, base, wrapJoin(ssfs, 14, 64), every(icEvery), every(gcEvery), devGCBound.Seconds(), devLifetime.Seconds(), ex.title, ex.try(base), temporal, ssf.DefaultKeyRetention.Hours())
+`, place.describe, base, wrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.title, ex.try(base), temporal)
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.

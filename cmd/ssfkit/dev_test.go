@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -216,5 +217,38 @@ func TestDevRunsWorkflowsOnEmbeddedTemporal(t *testing.T) {
 	var conf travel.Confirmation
 	if err := run.Get(ctx, &conf); err != nil || !conf.Booked {
 		t.Fatalf("reservation workflow: %+v, %v", conf, err)
+	}
+}
+
+// dev --config runs each SSF with the config's lifetime, T and relaunch delay, and says at
+// start what it does differently from the deployment (the queues).
+func TestDevHonoursTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	entry := func(name string) string {
+		return fmt.Sprintf(`%q: {"name": %q, "store": "sqlite://%s/dev.db?table=%s", "queue": "mem://%s",
+			"lifetime_seconds": 20, "gc_bound_seconds": 90, "relaunch_delay_seconds": 25}`, name, name, dir, name, name)
+	}
+	config := dir + "/ssfkit.json"
+	if err := os.WriteFile(config, []byte(`{"cloud": "aws", "environment": "test", "ssfs": {`+
+		entry("teller")+","+entry("accounts")+","+entry("audit")+`}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, out, stop := startDev(t, "--config", config)
+	post(t, base, "accounts", "open-alice", `{"op":"open","account":"alice","amount":100}`)
+	stop()
+	for _, want := range []string{"logs are kept 1m30s after an instance finishes, which may run 20s", "overrides   asynchronous starts and relaunches run in this process"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the banner does not say %q:\n%s", want, out.String())
+		}
+	}
+
+	shared := strings.ReplaceAll(entry("accounts"), "table=accounts", "table=teller")
+	if err := os.WriteFile(config, []byte(`{"cloud": "aws", "environment": "test", "ssfs": {`+
+		entry("teller")+","+shared+","+entry("audit")+`}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--config", config}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "SSFs accounts and teller are on one table") {
+		t.Fatalf("a config with two SSFs on one table: %v", err)
 	}
 }

@@ -60,12 +60,23 @@ func (c *Config) Validate() error {
 	if len(c.SSFs) == 0 {
 		return errors.New("the config names no SSF")
 	}
-	for key, s := range c.SSFs {
+	owners := map[string]string{} // table identity -> SSF
+	for _, key := range slices.Sorted(maps.Keys(c.SSFs)) {
+		s := c.SSFs[key]
 		if s.Name != key {
 			return fmt.Errorf("SSF %q: its name is %q", key, s.Name)
 		}
-		if _, err := store.ParseURL(s.Store); err != nil {
+		u, err := store.ParseURL(s.Store)
+		if err != nil {
 			return fmt.Errorf("SSF %s: store: %w", key, err)
+		}
+		table := tableIdentity(u)
+		if other, dup := owners[table]; dup {
+			return fmt.Errorf("SSFs %s and %s are on one table (%s): every SSF needs a table of its own, or their instances and items collide", other, key, u.Redacted())
+		}
+		owners[table] = key
+		if s.RelaunchDelaySeconds != 0 && s.LifetimeSeconds != 0 && s.RelaunchDelaySeconds < s.LifetimeSeconds {
+			return fmt.Errorf("SSF %s: relaunch_delay_seconds (%d) must be at least lifetime_seconds (%d): a relaunch while the first execution may still run only duplicates it", key, s.RelaunchDelaySeconds, s.LifetimeSeconds)
 		}
 		if _, err := queue.ParseURL(s.Queue); err != nil {
 			return fmt.Errorf("SSF %s: queue: %w", key, err)
@@ -75,6 +86,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// tableIdentity names the table a store URL opens, whatever options it carries: the scheme,
+// the authority, the path and the table parameter. Two URLs that differ only in other
+// parameters (a region, an endpoint, creation flags) count as one table: refusing such a pair
+// is safer than letting two SSFs share a table.
+func tableIdentity(u *store.URL) string {
+	return u.Scheme + "://" + u.Host + u.Path + "?table=" + u.Param("table", "")
 }
 
 // Load reads and validates a config file.

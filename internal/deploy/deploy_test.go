@@ -27,6 +27,12 @@ func TestConfigRoundTripAndRefusals(t *testing.T) {
 		"bad store":          {`{"ssfs":{"a":{"name":"a","store":"dynamodb","queue":"mem://a"}}}`, "SSF a: store"},
 		"bad queue":          {`{"ssfs":{"a":{"name":"a","store":"mem://a","queue":"sqs ://x"}}}`, "SSF a: queue"},
 		"gc within lifetime": {`{"ssfs":{"a":{"name":"a","store":"mem://a","queue":"mem://a","lifetime_seconds":60,"gc_bound_seconds":60}}}`, "gc_bound_seconds (60) must exceed"},
+		"relaunch within lifetime": {`{"ssfs":{"a":{"name":"a","store":"mem://a","queue":"mem://a","lifetime_seconds":60,"gc_bound_seconds":300,"relaunch_delay_seconds":30}}}`,
+			"relaunch_delay_seconds (30) must be at least lifetime_seconds (60)"},
+		"two SSFs on one table": {`{"ssfs":{"a":{"name":"a","store":"dynamodb://t?region=us-east-1","queue":"mem://a"},"b":{"name":"b","store":"dynamodb://t?region=us-east-1&endpoint=http%3A%2F%2F127.0.0.1%3A5000","queue":"mem://b"}}}`,
+			"SSFs a and b are on one table"},
+		"two SSFs on one SQLite table": {`{"ssfs":{"a":{"name":"a","store":"sqlite:///x.db?table=t","queue":"mem://a"},"b":{"name":"b","store":"sqlite:///x.db?table=t","queue":"mem://b"}}}`,
+			"SSFs a and b are on one table"},
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".json")
 		if err := os.WriteFile(p, []byte(c.json), 0o644); err != nil {

@@ -55,11 +55,17 @@ func NewHost() *Host {
 	return &Host{runtimes: map[string]*ssf.Runtime{}, ctx: ctx, cancel: cancel}
 }
 
-// Add creates the runtime for cfg with this host as its transport and registers it.
+// Add creates the runtime for cfg with this host as its transport, claims its table
+// (ssf.Runtime.ClaimTable) and registers it.
 func (h *Host) Add(cfg ssf.Config) (*ssf.Runtime, error) {
 	cfg.Transport = h
 	rt, err := ssf.New(cfg)
 	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+	defer cancel()
+	if err := rt.ClaimTable(ctx); err != nil {
 		return nil, err
 	}
 	h.mu.Lock()

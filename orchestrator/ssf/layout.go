@@ -23,8 +23,11 @@ import (
 //	k|SHARD        directory of linked DAALs (items and shadows), so the GC can visit them all
 //	s|TX|TABLE|KEY a transaction's shadow DAAL of an item
 //	x|TX           what a transaction locked and called from this SSF
+//	o|owner        the SSF that owns the table (ClaimTable)
 //
 // Table names are identifiers (no '|'), so the first '|' after the table ends it.
+var ownerKey = store.Key{Partition: "o|owner", Sort: "owner"}
+
 const (
 	intentSort = "intent"
 	headRowID  = "00000000000000000000"
@@ -67,6 +70,7 @@ const (
 	attrVoid       = "Void"       // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
 	attrInputHash  = "InputHash"  // string digest of the request's input, kept in the tombstone (see inputDigest)
 	attrExpired    = "Expired"    // int64 unix nanos the tombstone's result was dropped (Config.KeyRetention)
+	attrOwner      = "SSF"        // string, on the owner row: the SSF the table belongs to
 	attrAttempts   = "Attempts"   // int64, on a pending-index entry: launches by the intent collector
 	attrLastExec   = "LastExec"   // int64 unix nanos the latest re-execution started (its fence); see claimExecution
 	attrLastError  = "LastError"  // string why the latest execution was abandoned, for the give-up record

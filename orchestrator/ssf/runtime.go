@@ -178,6 +178,22 @@ func New(cfg Config) (*Runtime, error) {
 	return rt, nil
 }
 
+// ClaimTable records this SSF as its table's owner, or fails (ErrTableOwned) if another SSF
+// owns it: two SSFs on one table would take each other's instances (one SSF's key answering
+// another's request) and items. Hosts call it when they open an SSF.
+func (rt *Runtime) ClaimTable(ctx context.Context) error {
+	r, err := rt.st.Update(ctx, ownerKey, store.Or(store.RowAbsent(), store.Equal(store.Attr(attrOwner), rt.cfg.Name)),
+		store.Update{store.SetAttr(store.Attr(attrOwner), rt.cfg.Name)})
+	if err != nil {
+		return fmt.Errorf("SSF %s: claiming table %s: %w", rt.cfg.Name, rt.st.Name(), err)
+	}
+	if !r.Applied {
+		return fmt.Errorf("%w: %w: SSF %s cannot use table %s: it belongs to SSF %v; every SSF needs a table of its own",
+			ErrBadInput, ErrTableOwned, rt.cfg.Name, rt.st.Name(), r.Attrs[attrOwner])
+	}
+	return nil
+}
+
 // wrapDriver puts the lifetime fence (outermost) and the fault points around a driver.
 func (rt *Runtime) wrapDriver(raw store.Driver) store.Driver {
 	d := raw

@@ -184,3 +184,24 @@ func TestLimitsFailOnceAndTheSameOnEveryStore(t *testing.T) {
 		t.Fatalf("%d executions, want %d", got, runs+1)
 	}
 }
+
+// Two SSFs on one table would answer each other's keys and see each other's items: the second
+// is refused when a host opens it, and the owner can open its table again.
+func TestTwoSSFsOnOneTableAreRefused(t *testing.T) {
+	tbl := newTable()
+	echo := func(env *ssf.Env, in json.RawMessage) (any, error) { return in, nil }
+	h := local.NewHost()
+	defer h.Close()
+	if _, err := h.Add(ssf.Config{Name: "first", Store: tbl, Handler: echo}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Add(ssf.Config{Name: "second", Store: tbl, Handler: echo})
+	if !errors.Is(err, ssf.ErrTableOwned) || !errors.Is(err, ssf.ErrBadInput) || !strings.Contains(err.Error(), "belongs to SSF first") {
+		t.Fatalf("a second SSF on the first's table: %v, want ErrTableOwned naming the owner", err)
+	}
+	again := local.NewHost()
+	defer again.Close()
+	if _, err := again.Add(ssf.Config{Name: "first", Store: tbl, Handler: echo}); err != nil {
+		t.Fatalf("the owner reopening its table: %v", err)
+	}
+}

@@ -143,6 +143,8 @@ var (
 	// ErrBadInput, so queues dead-letter it with the reason. Nothing is lost: the intent
 	// collector launches every unfinished instance itself.
 	ErrLateStart = errors.New("ssf: start delivered later than T after it was sent")
+	// ErrTableOwned: the SSF's table belongs to another SSF (ClaimTable); it wraps ErrBadInput.
+	ErrTableOwned = errors.New("ssf: table owned by another SSF")
 	// ErrGaveUp begins the failed result of an instance the intent collector gave up on after
 	// Config.MaxAttempts launches (the result's Error names it and the last error).
 	ErrGaveUp = errors.New("ssf: instance given up")
