@@ -172,8 +172,8 @@ func checkListenAddr(addr string, public bool) error {
 
 // devPlacement is where dev puts each SSF, and how it runs it.
 type devPlacement struct {
-	describe string                               // for the banner
-	tableURL func(ssfName string) (string, error) // each SSF's table
+	describe string                                // for the banner
+	tableURL func(ssfName string) (string, error)  // each SSF's table
 	tune     func(ssfName string, cfg *ssf.Config) // a config file's timings; nil: dev's
 	// overrides says, for the banner, what dev does differently from the config file and why.
 	overrides string
