@@ -14,3 +14,41 @@ resources contains r if {
 }
 
 resources_of(t) := {r | some r in resources; r.type == t}
+
+# unknown(r, path): the plan knows r's attribute at path (["function_name"], or
+# ["push_config", 0, "push_endpoint"]) only after apply.
+unknown(r, path) if object.get(r.unknown, path, false) == true
+
+# value(r, path): r's planned attribute at path, null when it is unset (or known only after
+# apply: check unknown first).
+value(r, path) := object.get(r.values, path, null)
+
+# referenced(r, path): the resources of the plan that the expression of r's attribute at path
+# refers to in the configuration, within r's module instance. It links resources whose IDs the
+# plan knows only after apply (a mapping's queue ARN, a subscription's topic ID).
+referenced(r, path) := {x |
+	some ref in config_references(r, path)
+	some x in resources
+	x.address == concat("", [module_prefix(r.module), ref])
+}
+
+config_references(r, path) := refs if {
+	some c in object.get(input, config_path(r.module), [])
+	c.address == config_address(r)
+	refs := object.get(c, array.concat(array.concat(["expressions"], path), ["references"]), [])
+}
+
+module_prefix(m) := "" if m == ""
+
+module_prefix(m) := concat("", [m, "."]) if m != ""
+
+# The module calls' names in a module instance's address: module.a["x"].module.b[0] -> [a, b].
+module_names(m) := [match[1] | some match in regex.find_all_string_submatch_n(`module\.([A-Za-z0-9_-]+)(\["[^"]*"\]|\[[0-9]+\])?`, m, -1)]
+
+config_path(m) := array.concat(
+	array.concat(["configuration", "root_module"], [step | some name in module_names(m); some step in ["module_calls", name, "module"]]),
+	["resources"],
+)
+
+# A resource's address in its module's configuration: without the module and the instance key.
+config_address(r) := regex.replace(trim_prefix(r.address, module_prefix(r.module)), `\[[^\]]*\]$`, "")

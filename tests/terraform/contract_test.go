@@ -29,7 +29,7 @@ var commonVariables = map[string]struct {
 	"environment":                     {"", nil},
 	"artifact":                        {"string", nil},
 	"function_timeout_seconds":        {"number", 60.0},
-	"gc_bound_seconds":                {"number", 300.0},
+	"gc_bound_seconds":                {"number", 900.0},
 	"relaunch_delay_seconds":          {"number", 120.0},
 	"memory_mb":                       {"number", 256.0},
 	"intent_collector_every_minutes":  {"number", 1.0},
@@ -50,8 +50,11 @@ var cloudVariables = map[string][]string{
 	"gcp":   {"state_store"},
 }
 
+// delivery_window_seconds is the longest time after a start is sent at which the cloud may still
+// deliver it; each module's validations keep it below gc_bound_seconds (docs/protocol.md,
+// "Delivery windows").
 var commonOutputs = []string{"name", "store_url", "queue_url", "dead_letter_queue_url", "function_name", "function_id",
-	"collector_function_names", "identity", "table_id", "queue_id", "ssfkit_config"}
+	"collector_function_names", "identity", "table_id", "queue_id", "ssfkit_config", "delivery_window_seconds"}
 
 // ssfkitConfigKeys are the keys of the ssfkit_config output, which `ssfkit up` reads.
 var ssfkitConfigKeys = []string{"dead_letter_queue", "function_id", "gc_bound_seconds", "lifetime_seconds", "name", "queue", "relaunch_delay_seconds", "store"}

@@ -11,7 +11,8 @@ locals {
   prefix = "${var.environment}-${var.name}"
   region = data.aws_region.current.name
   # Peers by name, not by reference: SSFs that call each other would otherwise form a cycle.
-  peer_functions = [for p in var.peers : "arn:${data.aws_partition.current.partition}:lambda:${local.region}:${data.aws_caller_identity.current.account_id}:function:${var.environment}-${p}"]
+  peer_functions  = [for p in var.peers : "arn:${data.aws_partition.current.partition}:lambda:${local.region}:${data.aws_caller_identity.current.account_id}:function:${var.environment}-${p}"]
+  dead_letter_arn = "arn:${data.aws_partition.current.partition}:sqs:${local.region}:${data.aws_caller_identity.current.account_id}:${local.prefix}-dlq"
 
   # The runtime's configuration, the same for the SSF and its collectors. The lifetime leaves
   # the function a second to report before Lambda kills it.
@@ -23,6 +24,41 @@ locals {
     SSFKIT_GC_BOUND_SECONDS       = tostring(var.gc_bound_seconds)
     SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
   }
+
+  # Delivery windows (docs/protocol.md, "Delivery windows"): no platform may deliver a start to
+  # the SSF later than T (gc_bound_seconds) after it was sent, so every setting that lets a
+  # start wait or come back is derived here, and gc_bound_seconds' validation refuses T at or
+  # below the longest window.
+  #
+  # The queue's visibility timeout is twice the function timeout: a message is not delivered
+  # again while the execution holding it may still run, and a throttled invocation gets a
+  # retry. (AWS advises six times; with max_receive_count deliveries that would spread the
+  # deliveries of one start over 30 minutes at the defaults, far beyond T.) Lambda refuses a
+  # visibility timeout below the function timeout.
+  queue_visibility_seconds = 2 * var.function_timeout_seconds
+  # How long a start may wait to be delivered: long enough for max_receive_count deliveries of
+  # a failing start, so that it is dead-lettered rather than dropped; at least SQS's and
+  # Lambda's minimum of 60 s. A start dropped unrun is not lost: its intent stays pending and
+  # the intent collector launches it again.
+  start_retention_seconds = min(1209600, max(60, var.max_receive_count * local.queue_visibility_seconds))
+  # Asynchronous invocations (a peer's spawn, the scheduler's collector runs) wait in Lambda's
+  # own queue at most as long (Lambda: 60 s to 6 h, 6 h by default), and are not retried after
+  # a function error (Lambda retries 1 and 2 minutes later by default): the intent collector
+  # relaunches an unfinished instance, and the next scheduled run is a collector's retry.
+  async_max_event_age_seconds = min(21600, local.start_retention_seconds)
+  async_retry_attempts        = 0
+  # The event source mapping's batching window (maximum_batching_window_in_seconds) is left at
+  # SQS's default, 0: a received batch is handed to the function at once.
+  delivery_windows = {
+    # The last receive happens before the retention ends; the poller then holds the message
+    # (retrying a throttled invocation) until its visibility timeout ends.
+    queue = local.start_retention_seconds + local.queue_visibility_seconds
+    # max_receive_count deliveries of a failing start, each hidden for the visibility timeout.
+    redeliveries = var.max_receive_count * local.queue_visibility_seconds
+    # The event's maximum age, plus each retry's attempt and wait (1 and 2 minutes).
+    async_invoke = local.async_max_event_age_seconds + sum(concat([0], [for w in slice([60, 120], 0, local.async_retry_attempts) : var.function_timeout_seconds + w]))
+  }
+  delivery_window_seconds = max(values(local.delivery_windows)...)
 
   # Lambda passes a function's handler setting to a provided.al2023 bootstrap as _HANDLER: one
   # artifact serves the SSF and both collectors.
@@ -71,21 +107,23 @@ resource "aws_sqs_queue" "dead_letter" {
   tags                      = var.tags
 }
 
+# The SSF's starts: kept and redelivered only within the delivery window (see the locals).
 resource "aws_sqs_queue" "this" {
-  name                      = local.prefix
-  message_retention_seconds = 345600 # 4 days
-  # AWS's advice for a queue feeding Lambda: six times the function timeout, so a batch is not
-  # delivered again while a throttled function still holds it.
-  visibility_timeout_seconds = 6 * var.function_timeout_seconds
+  name                       = local.prefix
+  message_retention_seconds  = local.start_retention_seconds
+  visibility_timeout_seconds = local.queue_visibility_seconds
   sqs_managed_sse_enabled    = var.encryption_key == null ? true : null
   kms_master_key_id          = var.encryption_key
 
+  # The dead-letter queue's ARN is built rather than read from it, so that the plan shows the
+  # whole redrive policy (the delivery-window policy checks maxReceiveCount before apply).
   redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.dead_letter.arn
+    deadLetterTargetArn = local.dead_letter_arn
     maxReceiveCount     = var.max_receive_count
   })
 
-  tags = var.tags
+  tags       = var.tags
+  depends_on = [aws_sqs_queue.dead_letter]
 }
 
 resource "aws_cloudwatch_log_group" "this" {
@@ -192,6 +230,16 @@ resource "aws_lambda_function" "this" {
 
   tags       = var.tags
   depends_on = [aws_iam_role_policy.this, aws_cloudwatch_log_group.this]
+}
+
+# Asynchronous invocations of every function (peers spawning the SSF, the scheduler running
+# the collectors): Lambda keeps an event at most the delivery window's event age, and does not
+# retry it after a function error.
+resource "aws_lambda_function_event_invoke_config" "this" {
+  for_each                     = local.functions
+  function_name                = aws_lambda_function.this[each.key].function_name
+  maximum_event_age_in_seconds = local.async_max_event_age_seconds
+  maximum_retry_attempts       = local.async_retry_attempts
 }
 
 # Asynchronous starts (AsyncInvoke, spawns, the intent collector's relaunches) arrive on the

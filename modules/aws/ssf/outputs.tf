@@ -51,6 +51,11 @@ output "queue_id" {
   value       = aws_sqs_queue.this.arn
 }
 
+output "delivery_window_seconds" {
+  description = "The longest time after a start is sent (to the SSF's queue, or as an asynchronous invocation) at which the platform may still deliver it: SQS retention + visibility timeout, max_receive_count x visibility timeout, Lambda's maximum event age (no retries). gc_bound_seconds must exceed it."
+  value       = local.delivery_window_seconds
+}
+
 output "ssfkit_config" {
   description = "The SSF's entry in an ssfkit config file (`ssfkit up` writes it): the runtime's settings as the function receives them."
   value = {

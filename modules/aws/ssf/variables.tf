@@ -56,13 +56,21 @@ variable "function_timeout_seconds" {
 }
 
 variable "gc_bound_seconds" {
-  description = "Beldi's T: the garbage collector removes an instance's logs this long after it finished. It must exceed the function timeout, so no execution can still use what is removed."
+  description = "Beldi's T: the garbage collector removes an instance's logs this long after it finished. It must exceed the function timeout, so no execution can still use what is removed, and the delivery window (output delivery_window_seconds), so no start is delivered after it."
   type        = number
-  default     = 300
+  # 15 minutes: above every cloud's delivery window at the default timeout and receive count
+  # (720 s here; Google's Pub/Sub keeps a message at least 10 minutes). A larger T only keeps
+  # logs longer.
+  default = 900
 
   validation {
     condition     = var.gc_bound_seconds > var.function_timeout_seconds
     error_message = "gc_bound_seconds (T) must exceed function_timeout_seconds: an execution still running after T could find its logs collected and repeat an effect."
+  }
+
+  validation {
+    condition     = var.gc_bound_seconds > local.delivery_window_seconds
+    error_message = "gc_bound_seconds (T=${var.gc_bound_seconds}) must exceed the longest delivery window (${local.delivery_window_seconds} s: SQS retention ${local.start_retention_seconds} s + visibility ${local.queue_visibility_seconds} s = ${local.delivery_windows.queue} s; max_receive_count ${var.max_receive_count} x visibility ${local.queue_visibility_seconds} s = ${local.delivery_windows.redeliveries} s; Lambda event age ${local.async_max_event_age_seconds} s; the visibility is 2 x function_timeout_seconds, the retention max_receive_count x visibility): raise gc_bound_seconds, or lower max_receive_count or function_timeout_seconds."
   }
 }
 

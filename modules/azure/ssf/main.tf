@@ -56,6 +56,30 @@ locals {
     every == 1440 ? "0 0 0 * * *" : "0 0 */${floor(every / 60)} * * *")
   }
 
+  # Delivery windows (docs/protocol.md, "Delivery windows"): the queue trigger must never hand
+  # a start to the SSF later than T (gc_bound_seconds) after it was sent, so every setting that
+  # lets a start wait or come back is derived here, and gc_bound_seconds' validation refuses T
+  # at or below the longest window.
+  #
+  # A failed start is visible again 30 s after its execution ended (the host's visibilityTimeout;
+  # its default, 0, retries at once), and is moved to the poison queue after max_receive_count
+  # deliveries (maxDequeueCount).
+  queue_retry_delay_seconds = 30
+  redelivery_span_seconds   = var.max_receive_count * (local.timeout + local.queue_retry_delay_seconds)
+  # A Storage queue keeps a message until its time-to-live, which its sender sets (Azure's
+  # default is 7 days): the runtime must send every start with SSFKIT_QUEUE_MESSAGE_TTL_SECONDS
+  # (below) as its time-to-live. Long enough for the deliveries of a failing start, so that it is moved to the poison
+  # queue rather than dropped; at least a minute. A start dropped unrun is not lost: its intent
+  # stays pending and the intent collector launches it again. (A host that crashes holds its
+  # messages for its 10-minute lease; the time-to-live still ends them.)
+  message_ttl_seconds = max(60, local.redelivery_span_seconds)
+  delivery_windows = {
+    # No expired message is delivered, and the host hands a received one to the function at once.
+    queue        = local.message_ttl_seconds
+    redeliveries = local.redelivery_span_seconds
+  }
+  delivery_window_seconds = max(values(local.delivery_windows)...)
+
   # The function app's settings. The SSFKIT_* settings configure the runtime (docs/modules.md);
   # the others bind the artifact's functions and the host to this SSF's storage with its identity.
   timeout = var.function_timeout_seconds
@@ -70,6 +94,9 @@ locals {
     SSFKIT_PEERS                  = jsonencode(local.peer_urls)
     SSFKIT_AZURE_SITES            = local.sites
     AZURE_CLIENT_ID               = local.identity.client_id
+    # The time-to-live the runtime gives every message it sends to SSFKIT_QUEUE (spawns,
+    # relaunches), in seconds: Storage queues have no queue-wide retention.
+    SSFKIT_QUEUE_MESSAGE_TTL_SECONDS = tostring(local.message_ttl_seconds)
 
     # The queue trigger (function "queue") and the collectors' timers.
     SSFKIT_QUEUE_NAME                        = local.queue_name
@@ -87,9 +114,11 @@ locals {
     AzureWebJobsStorage__credential  = "managedidentity"
     AzureWebJobsStorage__clientId    = local.identity.client_id
 
-    # host.json overrides: the execution bound, and the deliveries before dead-lettering.
-    AzureFunctionsJobHost__functionTimeout                     = format("%02d:%02d:%02d", floor(local.timeout / 3600), floor(local.timeout % 3600 / 60), local.timeout % 60)
-    AzureFunctionsJobHost__extensions__queues__maxDequeueCount = tostring(var.max_receive_count)
+    # host.json overrides: the execution bound, the deliveries before dead-lettering, and the
+    # delay before a failed start is delivered again.
+    AzureFunctionsJobHost__functionTimeout                       = format("%02d:%02d:%02d", floor(local.timeout / 3600), floor(local.timeout % 3600 / 60), local.timeout % 60)
+    AzureFunctionsJobHost__extensions__queues__maxDequeueCount   = tostring(var.max_receive_count)
+    AzureFunctionsJobHost__extensions__queues__visibilityTimeout = format("00:00:%02d", local.queue_retry_delay_seconds)
   }
   app_settings = merge(var.environment_variables, local.runtime_settings)
 }

@@ -54,6 +54,11 @@ output "queue_id" {
   value       = azurerm_storage_queue.this["starts"].id
 }
 
+output "delivery_window_seconds" {
+  description = "The longest time after a start is sent at which the queue trigger may still deliver it: the messages' time-to-live (SSFKIT_QUEUE_MESSAGE_TTL_SECONDS, which the runtime sets on each start), and max_receive_count deliveries each held the function timeout plus the retry delay. gc_bound_seconds must exceed it."
+  value       = local.delivery_window_seconds
+}
+
 output "ssfkit_config" {
   description = "The SSF's entry in an ssfkit config file (`ssfkit up` writes it): the runtime's settings as the function receives them."
   value = {

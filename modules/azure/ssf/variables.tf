@@ -63,13 +63,21 @@ variable "function_timeout_seconds" {
 }
 
 variable "gc_bound_seconds" {
-  description = "Beldi's T: the garbage collector removes an instance's logs this long after it finished. It must exceed the function timeout, so no execution can still use what is removed."
+  description = "Beldi's T: the garbage collector removes an instance's logs this long after it finished. It must exceed the function timeout, so no execution can still use what is removed, and the delivery window (output delivery_window_seconds), so no start is delivered after it."
   type        = number
-  default     = 300
+  # 15 minutes, the same on every cloud: above the delivery window at the default timeout and
+  # receive count (450 s here; Google's Pub/Sub keeps a message at least 10 minutes). A larger
+  # T only keeps logs longer.
+  default = 900
 
   validation {
     condition     = var.gc_bound_seconds > var.function_timeout_seconds && floor(var.gc_bound_seconds) == var.gc_bound_seconds
     error_message = "gc_bound_seconds (T) must be a whole number of seconds exceeding function_timeout_seconds: an execution still running after T could find its logs collected and repeat an effect."
+  }
+
+  validation {
+    condition     = var.gc_bound_seconds > local.delivery_window_seconds
+    error_message = "gc_bound_seconds (T=${var.gc_bound_seconds}) must exceed the longest delivery window (${local.delivery_window_seconds} s: message time-to-live ${local.message_ttl_seconds} s; max_receive_count ${var.max_receive_count} x (function_timeout_seconds ${local.timeout} s + retry delay ${local.queue_retry_delay_seconds} s) = ${local.delivery_windows.redeliveries} s; the time-to-live is that span, at least 60 s): raise gc_bound_seconds, or lower max_receive_count or function_timeout_seconds."
   }
 }
 

@@ -64,6 +64,37 @@ locals {
     intent_collector  = { route = "/intent-collector", every = var.intent_collector_every_minutes }
     garbage_collector = { route = "/garbage-collector", every = var.garbage_collector_every_minutes }
   }
+
+  # Delivery windows (docs/protocol.md, "Delivery windows"): Pub/Sub must never push a start to
+  # the SSF later than T (gc_bound_seconds) after it was published, so every setting that lets
+  # a start wait or come back is derived here, and gc_bound_seconds' validation refuses T at or
+  # below the longest window.
+  #
+  # The ack deadline is the push request's timeout: the function's, within Pub/Sub's 10..600 s
+  # (a longer execution may be delivered again while it runs, which the runtime makes harmless,
+  # but which duplicates work). A push holds a start for the longer of it and Cloud Run's
+  # request timeout.
+  ack_deadline_seconds = max(10, min(600, var.function_timeout_seconds))
+  push_hold_seconds    = max(local.ack_deadline_seconds, var.function_timeout_seconds)
+  # A failed push is retried after 10 s, doubling up to 60 s (Pub/Sub allows 0..600 s, and
+  # backs off up to 600 s by default, which would space max_receive_count deliveries of one
+  # start over 40 minutes).
+  minimum_backoff_seconds = 10
+  maximum_backoff_seconds = 60
+  # max_receive_count pushes of a failing start, with the longest backoff between them.
+  redelivery_span_seconds = var.max_receive_count * local.push_hold_seconds + (var.max_receive_count - 1) * local.maximum_backoff_seconds
+  # How long the subscription keeps an unacknowledged start: long enough for those deliveries,
+  # so that a failing start is dead-lettered rather than dropped, and at least Pub/Sub's 10
+  # minutes (at most 31 days). A start dropped unrun is not lost: its intent stays pending and
+  # the intent collector launches it again. The topic keeps no messages of its own (no topic
+  # retention), so nothing can be replayed into the subscription later.
+  message_retention_seconds = min(2678400, max(600, local.redelivery_span_seconds))
+  delivery_windows = {
+    # The last push starts before the retention ends, and reaches the service within its hold.
+    queue        = local.message_retention_seconds + local.push_hold_seconds
+    redeliveries = local.redelivery_span_seconds
+  }
+  delivery_window_seconds = max(values(local.delivery_windows)...)
 }
 
 # --- State -------------------------------------------------------------------------------------
@@ -167,15 +198,15 @@ resource "google_pubsub_topic" "this" {
 # Asynchronous starts (spawns, AsyncInvoke, the intent collector's relaunches) are pushed to the
 # service's /queue route with an ID token of the SSF's service account. A failed start answers
 # 500 and is delivered again after a backoff; after max_receive_count deliveries it goes to the
-# dead-letter topic. The ack deadline is the push request's timeout: the function's, up to
-# Pub/Sub's 600 s (a longer execution may be delivered again while it runs, which the runtime
-# makes harmless, but which duplicates work).
+# dead-letter topic. Retention, ack deadline and backoff keep every delivery within the delivery
+# window (see the locals).
 resource "google_pubsub_subscription" "this" {
-  project              = local.project
-  name                 = local.subscription
-  topic                = google_pubsub_topic.this.id
-  ack_deadline_seconds = max(10, min(600, var.function_timeout_seconds))
-  labels               = local.labels
+  project                    = local.project
+  name                       = local.subscription
+  topic                      = google_pubsub_topic.this.id
+  ack_deadline_seconds       = local.ack_deadline_seconds
+  message_retention_duration = "${local.message_retention_seconds}s"
+  labels                     = local.labels
 
   push_config {
     push_endpoint = "${local.url}/queue"
@@ -192,8 +223,8 @@ resource "google_pubsub_subscription" "this" {
   }
 
   retry_policy {
-    minimum_backoff = "10s"
-    maximum_backoff = "600s"
+    minimum_backoff = "${local.minimum_backoff_seconds}s"
+    maximum_backoff = "${local.maximum_backoff_seconds}s"
   }
 
   expiration_policy {

@@ -51,6 +51,11 @@ output "queue_id" {
   value       = google_pubsub_topic.this.id
 }
 
+output "delivery_window_seconds" {
+  description = "The longest time after a start is published at which Pub/Sub may still push it to the SSF: the subscription's retention + the push's hold (the function timeout, at least the ack deadline), and max_receive_count pushes with the longest backoff between them. gc_bound_seconds must exceed it."
+  value       = local.delivery_window_seconds
+}
+
 output "ssfkit_config" {
   description = "The SSF's entry in an ssfkit config file (`ssfkit up` writes it): the runtime's settings as the function receives them."
   value = {

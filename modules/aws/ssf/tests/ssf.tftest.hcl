@@ -28,6 +28,70 @@ run "rejects_gc_bound_within_function_timeout" {
   expect_failures = [var.gc_bound_seconds]
 }
 
+# The delivery window (SQS retention + visibility, max_receive_count x visibility, Lambda's
+# event age) must stay below T: 720 s at the defaults.
+run "accepts_gc_bound_just_above_the_delivery_window" {
+  command = plan
+
+  variables {
+    gc_bound_seconds = 721
+  }
+
+  assert {
+    condition     = output.delivery_window_seconds == 720
+    error_message = "the default delivery window is ${output.delivery_window_seconds} s, want 720 (retention 600 s + visibility 120 s)"
+  }
+}
+
+run "rejects_gc_bound_at_the_delivery_window" {
+  command = plan
+
+  variables {
+    gc_bound_seconds = 720
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
+run "rejects_receive_counts_whose_redeliveries_outlive_gc_bound" {
+  command = plan
+
+  variables {
+    max_receive_count = 10 # 10 x 120 s of visibility, and as much retention
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
+run "rejects_timeouts_whose_redeliveries_outlive_gc_bound" {
+  command = plan
+
+  variables {
+    function_timeout_seconds = 100 # 5 x 200 s of visibility
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
+run "accepts_a_longer_timeout_with_a_larger_gc_bound" {
+  command = plan
+
+  variables {
+    function_timeout_seconds = 900
+    gc_bound_seconds         = 10801 # (5 + 1) x 1800 s of visibility
+  }
+
+  assert {
+    condition     = aws_sqs_queue.this.visibility_timeout_seconds == 1800 && aws_sqs_queue.this.message_retention_seconds == 9000 && output.delivery_window_seconds == 10800
+    error_message = "visibility ${aws_sqs_queue.this.visibility_timeout_seconds} s, retention ${aws_sqs_queue.this.message_retention_seconds} s, window ${output.delivery_window_seconds} s"
+  }
+
+  assert {
+    condition     = alltrue([for c in aws_lambda_function_event_invoke_config.this : c.maximum_event_age_in_seconds == 9000])
+    error_message = "Lambda's event age must follow the queue's retention"
+  }
+}
+
 run "rejects_names_the_runtime_refuses" {
   command = plan
 
@@ -76,6 +140,24 @@ run "applies" {
   assert {
     condition     = jsondecode(aws_sqs_queue.this.redrive_policy).deadLetterTargetArn == aws_sqs_queue.dead_letter.arn
     error_message = "the queue must dead-letter into its DLQ"
+  }
+
+  # No start is delivered later than T: the queue keeps and redelivers it within the window,
+  # and Lambda keeps asynchronous invocations of each function as long, without retries.
+  assert {
+    condition     = aws_sqs_queue.this.message_retention_seconds == 600 && aws_sqs_queue.this.visibility_timeout_seconds == 120 && jsondecode(aws_sqs_queue.this.redrive_policy).maxReceiveCount == 5
+    error_message = "the queue keeps starts ${aws_sqs_queue.this.message_retention_seconds} s, hides them ${aws_sqs_queue.this.visibility_timeout_seconds} s, redrive ${aws_sqs_queue.this.redrive_policy}"
+  }
+
+  assert {
+    condition = (keys(aws_lambda_function_event_invoke_config.this) == ["garbage_collector", "intent_collector", "ssf"] &&
+    alltrue([for k, c in aws_lambda_function_event_invoke_config.this : c.function_name == aws_lambda_function.this[k].function_name && c.maximum_event_age_in_seconds == 600 && c.maximum_retry_attempts == 0 && (c.qualifier == null || c.qualifier == "")]))
+    error_message = "every function must have an event-invoke config bounding its asynchronous invocations"
+  }
+
+  assert {
+    condition     = output.delivery_window_seconds == 720 && output.delivery_window_seconds < output.ssfkit_config.gc_bound_seconds && output.ssfkit_config.gc_bound_seconds == 900
+    error_message = "the delivery window (${output.delivery_window_seconds} s) must stay below T (${output.ssfkit_config.gc_bound_seconds} s)"
   }
 
   assert {

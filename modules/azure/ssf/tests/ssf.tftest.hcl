@@ -94,6 +94,51 @@ run "rejects_gc_bound_within_function_timeout" {
   expect_failures = [var.gc_bound_seconds]
 }
 
+# The delivery window (the messages' time-to-live, max_receive_count deliveries each held the
+# function timeout plus the retry delay) must stay below T: 450 s at the defaults.
+run "accepts_gc_bound_just_above_the_delivery_window" {
+  command = plan
+
+  variables {
+    gc_bound_seconds = 451
+  }
+
+  assert {
+    condition     = output.delivery_window_seconds == 450
+    error_message = "the default delivery window is ${output.delivery_window_seconds} s, want 450 (5 x (60 s + 30 s))"
+  }
+}
+
+run "rejects_gc_bound_at_the_delivery_window" {
+  command = plan
+
+  variables {
+    gc_bound_seconds = 450
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
+run "rejects_receive_counts_whose_redeliveries_outlive_gc_bound" {
+  command = plan
+
+  variables {
+    max_receive_count = 10 # 10 x (60 s + 30 s)
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
+run "rejects_timeouts_whose_redeliveries_outlive_gc_bound" {
+  command = plan
+
+  variables {
+    function_timeout_seconds = 150 # 5 x (150 s + 30 s)
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
 run "rejects_names_the_runtime_refuses" {
   command = plan
 
@@ -161,7 +206,7 @@ run "rejects_timeouts_beyond_an_http_call" {
 
   variables {
     function_timeout_seconds = 300
-    gc_bound_seconds         = 600
+    gc_bound_seconds         = 3600 # above the delivery window such a timeout would need
   }
 
   expect_failures = [var.function_timeout_seconds]
@@ -258,16 +303,18 @@ run "plans_the_defaults" {
   assert {
     condition = alltrue([
       for k, v in {
-        SSFKIT_SSF                                                 = "counter"
-        SSFKIT_ENVIRONMENT                                         = "tftest"
-        SSFKIT_LIFETIME_SECONDS                                    = "59"
-        SSFKIT_GC_BOUND_SECONDS                                    = "300"
-        SSFKIT_RELAUNCH_DELAY_SECONDS                              = "120"
-        SSFKIT_PEERS                                               = "{}"
-        SSFKIT_INTENT_COLLECTOR_SCHEDULE                           = "0 */1 * * * *"
-        SSFKIT_GARBAGE_COLLECTOR_SCHEDULE                          = "0 */5 * * * *"
-        AzureFunctionsJobHost__functionTimeout                     = "00:01:00"
-        AzureFunctionsJobHost__extensions__queues__maxDequeueCount = "5"
+        SSFKIT_SSF                                                   = "counter"
+        SSFKIT_ENVIRONMENT                                           = "tftest"
+        SSFKIT_LIFETIME_SECONDS                                      = "59"
+        SSFKIT_GC_BOUND_SECONDS                                      = "900"
+        SSFKIT_RELAUNCH_DELAY_SECONDS                                = "120"
+        SSFKIT_PEERS                                                 = "{}"
+        SSFKIT_QUEUE_MESSAGE_TTL_SECONDS                             = "450"
+        AzureFunctionsJobHost__extensions__queues__visibilityTimeout = "00:00:30"
+        SSFKIT_INTENT_COLLECTOR_SCHEDULE                             = "0 */1 * * * *"
+        SSFKIT_GARBAGE_COLLECTOR_SCHEDULE                            = "0 */5 * * * *"
+        AzureFunctionsJobHost__functionTimeout                       = "00:01:00"
+        AzureFunctionsJobHost__extensions__queues__maxDequeueCount   = "5"
       } : { for s in jsondecode(azurerm_resource_group_template_deployment.app.template_content).resources[0].properties.siteConfig.appSettings : s.name => s.value }[k] == v
     ])
     error_message = "the default settings are wrong: ${azurerm_resource_group_template_deployment.app.template_content}"
@@ -285,7 +332,7 @@ run "applies" {
   variables {
     peers                           = ["caller"]
     function_timeout_seconds        = 90
-    gc_bound_seconds                = 600
+    gc_bound_seconds                = 900
     memory_mb                       = 3000
     intent_collector_every_minutes  = 2
     garbage_collector_every_minutes = 120
@@ -314,11 +361,18 @@ run "applies" {
       queue                  = "azqueue://starts?endpoint=https://tftestcounter58511336.queue.core.windows.net"
       dead_letter_queue      = "azqueue://starts-poison?endpoint=https://tftestcounter58511336.queue.core.windows.net"
       lifetime_seconds       = 89
-      gc_bound_seconds       = 600
+      gc_bound_seconds       = 900
       relaunch_delay_seconds = 120
       function_id            = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ssfkit-tftest/providers/Microsoft.Web/sites/tftest-counter-585113"
     }
     error_message = "ssfkit_config is ${jsonencode(output.ssfkit_config)}"
+  }
+
+  # 7 deliveries of a start each held 90 s and retried 30 s later: the runtime's time-to-live
+  # (SSFKIT_QUEUE_MESSAGE_TTL_SECONDS, in the settings below) and the window, below T.
+  assert {
+    condition     = output.delivery_window_seconds == 840 && output.delivery_window_seconds < output.ssfkit_config.gc_bound_seconds
+    error_message = "the delivery window is ${output.delivery_window_seconds} s, want 840 s, below T"
   }
 
   assert {
@@ -422,28 +476,30 @@ run "applies" {
   assert {
     condition = alltrue([
       for k, v in {
-        SSFKIT_SSF                                                 = "counter"
-        SSFKIT_ENVIRONMENT                                         = "tftest"
-        SSFKIT_STORE                                               = output.store_url
-        SSFKIT_QUEUE                                               = output.queue_url
-        SSFKIT_LIFETIME_SECONDS                                    = "89"
-        SSFKIT_GC_BOUND_SECONDS                                    = "600"
-        SSFKIT_RELAUNCH_DELAY_SECONDS                              = "120"
-        SSFKIT_AZURE_SITES                                         = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ssfkit-tftest/providers/Microsoft.Web/sites"
-        AZURE_CLIENT_ID                                            = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
-        SSFKIT_QUEUE_NAME                                          = "starts"
-        SSFKIT_QUEUE_CONNECTION__queueServiceUri                   = "https://tftestcounter58511336.queue.core.windows.net"
-        SSFKIT_QUEUE_CONNECTION__credential                        = "managedidentity"
-        SSFKIT_QUEUE_CONNECTION__clientId                          = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
-        SSFKIT_INTENT_COLLECTOR_SCHEDULE                           = "0 */2 * * * *"
-        SSFKIT_GARBAGE_COLLECTOR_SCHEDULE                          = "0 0 */2 * * *"
-        SSFKIT_ARTIFACT_SHA256                                     = filesha256("tests/testdata/artifact.zip")
-        AzureWebJobsStorage__accountName                           = "tftestcounter58511336"
-        AzureWebJobsStorage__credential                            = "managedidentity"
-        AzureWebJobsStorage__clientId                              = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
-        AzureFunctionsJobHost__functionTimeout                     = "00:01:30"
-        AzureFunctionsJobHost__extensions__queues__maxDequeueCount = "7"
-        GREETING                                                   = "hello"
+        SSFKIT_SSF                                                   = "counter"
+        SSFKIT_ENVIRONMENT                                           = "tftest"
+        SSFKIT_STORE                                                 = output.store_url
+        SSFKIT_QUEUE                                                 = output.queue_url
+        SSFKIT_LIFETIME_SECONDS                                      = "89"
+        SSFKIT_GC_BOUND_SECONDS                                      = "900"
+        SSFKIT_QUEUE_MESSAGE_TTL_SECONDS                             = "840"
+        AzureFunctionsJobHost__extensions__queues__visibilityTimeout = "00:00:30"
+        SSFKIT_RELAUNCH_DELAY_SECONDS                                = "120"
+        SSFKIT_AZURE_SITES                                           = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ssfkit-tftest/providers/Microsoft.Web/sites"
+        AZURE_CLIENT_ID                                              = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+        SSFKIT_QUEUE_NAME                                            = "starts"
+        SSFKIT_QUEUE_CONNECTION__queueServiceUri                     = "https://tftestcounter58511336.queue.core.windows.net"
+        SSFKIT_QUEUE_CONNECTION__credential                          = "managedidentity"
+        SSFKIT_QUEUE_CONNECTION__clientId                            = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+        SSFKIT_INTENT_COLLECTOR_SCHEDULE                             = "0 */2 * * * *"
+        SSFKIT_GARBAGE_COLLECTOR_SCHEDULE                            = "0 0 */2 * * *"
+        SSFKIT_ARTIFACT_SHA256                                       = filesha256("tests/testdata/artifact.zip")
+        AzureWebJobsStorage__accountName                             = "tftestcounter58511336"
+        AzureWebJobsStorage__credential                              = "managedidentity"
+        AzureWebJobsStorage__clientId                                = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+        AzureFunctionsJobHost__functionTimeout                       = "00:01:30"
+        AzureFunctionsJobHost__extensions__queues__maxDequeueCount   = "7"
+        GREETING                                                     = "hello"
       } : lookup({ for s in jsondecode(azurerm_resource_group_template_deployment.app.template_content).resources[0].properties.siteConfig.appSettings : s.name => s.value }, k, null) == v
     ])
     error_message = "the app settings are wrong: ${azurerm_resource_group_template_deployment.app.template_content}"

@@ -85,6 +85,55 @@ run "rejects_gc_bound_within_function_timeout" {
   expect_failures = [var.gc_bound_seconds]
 }
 
+# The delivery window (Pub/Sub retention + the push's hold, max_receive_count pushes with the
+# longest backoff between them) must stay below T: 660 s at the defaults.
+run "accepts_gc_bound_just_above_the_delivery_window" {
+  command = plan
+
+  variables {
+    environment      = run.environment.context
+    gc_bound_seconds = 661
+  }
+
+  assert {
+    condition     = output.delivery_window_seconds == 660
+    error_message = "the default delivery window is ${output.delivery_window_seconds} s, want 660 (retention 600 s + a 60 s push)"
+  }
+}
+
+run "rejects_gc_bound_at_the_delivery_window" {
+  command = plan
+
+  variables {
+    environment      = run.environment.context
+    gc_bound_seconds = 660
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
+run "rejects_receive_counts_whose_redeliveries_outlive_gc_bound" {
+  command = plan
+
+  variables {
+    environment       = run.environment.context
+    max_receive_count = 20 # 20 pushes of 60 s, 19 backoffs of 60 s
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
+run "rejects_timeouts_whose_redeliveries_outlive_gc_bound" {
+  command = plan
+
+  variables {
+    environment              = run.environment.context
+    function_timeout_seconds = 300 # 5 pushes of 300 s, 4 backoffs of 60 s
+  }
+
+  expect_failures = [var.gc_bound_seconds]
+}
+
 run "rejects_names_the_runtime_refuses" {
   command = plan
 
@@ -179,7 +228,7 @@ run "rejects_timeouts_beyond_cloud_run" {
   variables {
     environment              = run.environment.context
     function_timeout_seconds = 3601
-    gc_bound_seconds         = 7200
+    gc_bound_seconds         = 86400 # above the delivery window such a timeout would need
   }
 
   expect_failures = [var.function_timeout_seconds]
@@ -241,7 +290,7 @@ run "plans" {
       queue                  = "pubsub://tftest-project/tftest-counter?subscription=tftest-counter"
       dead_letter_queue      = "pubsub://tftest-project/tftest-counter-dead-letter?subscription=tftest-counter-dead-letter"
       lifetime_seconds       = 59
-      gc_bound_seconds       = 300
+      gc_bound_seconds       = 900
       relaunch_delay_seconds = 120
     }
     error_message = "ssfkit_config is ${jsonencode(output.ssfkit_config)}"
@@ -261,7 +310,7 @@ run "plans" {
       SSFKIT_STORE                  = "firestore://tftest-project/state?database=tftest-counter"
       SSFKIT_QUEUE                  = "pubsub://tftest-project/tftest-counter?subscription=tftest-counter"
       SSFKIT_LIFETIME_SECONDS       = "59"
-      SSFKIT_GC_BOUND_SECONDS       = "300"
+      SSFKIT_GC_BOUND_SECONDS       = "900"
       SSFKIT_RELAUNCH_DELAY_SECONDS = "120"
       SSFKIT_PEERS                  = jsonencode({ caller = "https://tftest-caller-123456789012.europe-west1.run.app" })
     }
@@ -308,6 +357,17 @@ run "plans" {
   assert {
     condition     = google_pubsub_subscription.this.dead_letter_policy[0].max_delivery_attempts == 5 && google_pubsub_subscription.this.ack_deadline_seconds == 60
     error_message = "the subscription must dead-letter after max_receive_count deliveries, with the function's timeout as ack deadline"
+  }
+
+  # No start is pushed later than T: the subscription keeps it 10 minutes (Pub/Sub's least),
+  # retries within a minute, and the topic keeps nothing to replay.
+  assert {
+    condition = (google_pubsub_subscription.this.message_retention_duration == "600s" &&
+      google_pubsub_subscription.this.retry_policy[0].minimum_backoff == "10s" &&
+      google_pubsub_subscription.this.retry_policy[0].maximum_backoff == "60s" &&
+      google_pubsub_topic.this.message_retention_duration == null &&
+    output.delivery_window_seconds == 660 && output.delivery_window_seconds < output.ssfkit_config.gc_bound_seconds)
+    error_message = "the subscription keeps starts ${google_pubsub_subscription.this.message_retention_duration}, retries ${jsonencode(google_pubsub_subscription.this.retry_policy)}, window ${output.delivery_window_seconds} s"
   }
 
   assert {
@@ -431,7 +491,7 @@ run "throwaway_with_own_key" {
     deletion_protection             = false
     point_in_time_recovery          = false
     function_timeout_seconds        = 3600
-    gc_bound_seconds                = 7200
+    gc_bound_seconds                = 369541 # the delivery window below, and a second
     memory_mb                       = 8192
     garbage_collector_every_minutes = 60
     max_receive_count               = 100
@@ -451,6 +511,12 @@ run "throwaway_with_own_key" {
   assert {
     condition     = google_pubsub_subscription.this.ack_deadline_seconds == 600 && google_pubsub_subscription.this.dead_letter_policy[0].max_delivery_attempts == 100
     error_message = "the ack deadline is at most Pub/Sub's 600 s"
+  }
+
+  # 100 pushes held up to the 3600 s request timeout, 60 s apart: kept that long, plus one hold.
+  assert {
+    condition     = google_pubsub_subscription.this.message_retention_duration == "365940s" && output.delivery_window_seconds == 369540
+    error_message = "retention ${google_pubsub_subscription.this.message_retention_duration}, window ${output.delivery_window_seconds} s"
   }
 
   assert {

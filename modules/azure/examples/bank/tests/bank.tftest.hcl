@@ -165,7 +165,7 @@ run "plans_the_bank" {
 
   assert {
     condition = alltrue([for n, c in output.ssfkit_config.ssfs :
-      c.name == n && c.lifetime_seconds == 59 && c.gc_bound_seconds == 300 && c.relaunch_delay_seconds == 120
+      c.name == n && c.lifetime_seconds == 59 && c.gc_bound_seconds == 900 && c.relaunch_delay_seconds == 120
     ])
     error_message = "every SSF must run with the contract's defaults"
   }
@@ -194,7 +194,7 @@ run "applies_a_throwaway_bank" {
           queue                      = "azqueue://starts?endpoint=https://${account}.queue.core.windows.net"
           dead_letter_queue          = "azqueue://starts-poison?endpoint=https://${account}.queue.core.windows.net"
           lifetime_seconds           = 59
-          gc_bound_seconds           = 300
+          gc_bound_seconds           = 900
           relaunch_delay_seconds     = 120
           function_id                = module.ssf[n].function_id
         }

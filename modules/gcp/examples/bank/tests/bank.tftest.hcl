@@ -90,7 +90,7 @@ run "applies" {
   }
 
   assert {
-    condition     = alltrue([for n, c in output.ssfkit_config.ssfs : c.name == n && c.lifetime_seconds == 59 && c.gc_bound_seconds == 300 && c.relaunch_delay_seconds == 120])
+    condition     = alltrue([for n, c in output.ssfkit_config.ssfs : c.name == n && c.lifetime_seconds == 59 && c.gc_bound_seconds == 900 && c.relaunch_delay_seconds == 120])
     error_message = "ssfkit_config is ${jsonencode(output.ssfkit_config)}"
   }
 
