@@ -54,11 +54,37 @@ func runDemoTest(t *testing.T, app demoApp, invariants ...string) *demo {
 }
 
 func TestDemoEndToEnd(t *testing.T) {
-	runDemoTest(t, &bankDemo{transfers: 30, numAccounts: 3},
+	app := &bankDemo{transfers: 30, numAccounts: 3}
+	d := runDemoTest(t, app,
 		"PASS  money conserved",
 		"PASS  every transfer applied exactly once",
 		"PASS  audit ledger complete",
+		"PASS  transfers to a missing account refused",
+		"PASS  transfers from a missing account refused",
+		"PASS  zero or negative amounts refused",
+		"PASS  overflows refused or refunded",
+		"PASS  bad openings refused: a negative balance, a second opening",
 	)
+	// The demo sent transfers of every kind, and some into the vault were refused for overflow.
+	receipts, failures := app.receipts(d)
+	if len(failures) > 0 {
+		t.Fatalf("transfers without a receipt: %v", failures)
+	}
+	kinds, overflows := map[string]int{}, 0
+	for id, r := range receipts {
+		kinds[app.kinds[id]]++
+		if !r.Applied && refusal(r.Reason) == "overflow" {
+			overflows++
+		}
+	}
+	for _, k := range append(invalidKinds, kindValid) {
+		if kinds[k] == 0 {
+			t.Errorf("no transfer %s among %v", k, kinds)
+		}
+	}
+	if overflows == 0 {
+		t.Errorf("no transfer was refused for overflow")
+	}
 }
 
 func TestTravelDemoEndToEnd(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand"
 	"reflect"
 	"sync"
@@ -87,7 +88,8 @@ func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, se
 	return w
 }
 
-var opening = map[string]int64{"alice": 100, "bob": 100, "carol": 100}
+// opening has a vault near the int64 limit, so that a deposit can overflow.
+var opening = map[string]int64{"alice": 100, "bob": 100, "carol": 100, "vault": math.MaxInt64 - 50}
 
 type outcome struct {
 	receipts map[string]bank.Receipt
@@ -219,6 +221,10 @@ var fixedTransfers = []bank.Transfer{
 	{From: "alice", To: "bob", Amount: 30},
 	{From: "bob", To: "carol", Amount: 500}, // insufficient funds
 	{From: "carol", To: "alice", Amount: 50},
+	// Refused before any effect, with the reason in the receipt and the ledger: by the
+	// teller's check of the payee, and by the withdraw.
+	{From: "bob", To: "vault", Amount: 60},  // the vault's balance would overflow
+	{From: "dave", To: "alice", Amount: 20}, // no such payer
 }
 
 func compare(t suite.T, what string, clean, got outcome) {
