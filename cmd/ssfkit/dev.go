@@ -28,12 +28,14 @@ the intent and garbage collectors on timers: the bank (teller, accounts, audit)
 or the travel reservation app (frontend, order, hotel, flight and six more, its
 hotels, flights and users loaded at start). Stop it with Ctrl-C.`
 
-// Runtime timing in dev: short enough that an abandoned request finishes within seconds and
-// logs are reclaimed within minutes, long enough for any request to the example.
+// Runtime timing in dev: short enough that an abandoned request finishes within half a minute
+// and logs are reclaimed within minutes, long enough for any request to the example. The
+// intent collector waits a lifetime before relaunching, so it never duplicates a live
+// execution (a config with a shorter relaunch delay is refused).
 const (
 	devLifetime      = 30 * time.Second
 	devGCBound       = time.Minute
-	devRelaunchDelay = 2 * time.Second
+	devRelaunchDelay = devLifetime
 )
 
 // devConfig is the runtime configuration of dev's SSFs (and the worker's, and the demos').

@@ -87,7 +87,7 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 				rep.Repaired++
 				continue
 			}
-			if rt.cfg.MaxAttempts > 0 && attempts >= int64(rt.cfg.MaxAttempts) && a[attrBuiltin] == nil {
+			if rt.cfg.MaxAttempts > 0 && attempts >= int64(rt.cfg.MaxAttempts) && a[attrBuiltin] == nil && a[attrHoldsLocks] == nil {
 				gaveUp, err := rt.giveUp(ctx, id, a, attempts, now)
 				if err != nil {
 					return rep, err
@@ -117,28 +117,39 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 }
 
 // giveUp records the failure of an instance the intent collector launched MaxAttempts times
-// without it finishing, once no execution of it can still be running: none started within T
-// (the creator's start is the intent's, every later execution's is claimed on the intent:
-// claimExecution), and T exceeds the lifetime. The record is conditional on no execution having
-// claimed a start since the intent was read, so a late execution either finds the instance
-// done or keeps it alive. A transaction participant's failure aborts its transaction;
-// transaction ends (built-ins) are never given up: they release locks. It reports whether the
-// instance was given up now.
+// without it finishing (see recordFailure). Transaction ends (built-ins) and instances that
+// take locks of their own are never given up: only finishing them releases the locks. It reports whether the instance was given up now.
 func (rt *Runtime) giveUp(ctx context.Context, id string, a store.Attrs, attempts, now int64) (bool, error) {
+	reason, _ := a[attrLastError].(string)
+	if reason == "" {
+		reason = "none recorded (crashes or timeouts)"
+	}
+	done, err := rt.recordFailure(ctx, id, a, now, fmt.Sprintf("%v: SSF %s, instance %s: %d launches by the intent collector did not finish it; last error: %s",
+		ErrGaveUp, rt.cfg.Name, id, attempts, reason))
+	if done {
+		rt.stats.gaveUp.Add(1)
+		rt.log.Error("instance given up: it never finished", "instance", id, "launches", attempts, "last_error", reason)
+	}
+	return done, err
+}
+
+// recordFailure makes msg the failed result of an unfinished instance, once no execution of it
+// can still be running: none started within T (the creator's start is the intent's, every
+// later execution's is claimed on the intent: claimExecution), and T exceeds the lifetime. The
+// record is conditional on no execution having claimed a start since the intent was read, so
+// a late execution either finds the instance done or keeps it alive. A transaction
+// participant's failure aborts its transaction. It reports whether the failure was recorded
+// now; false without error means an execution may still run (ask again later).
+func (rt *Runtime) recordFailure(ctx context.Context, id string, a store.Attrs, now int64, msg string) (bool, error) {
 	in, err := decodeIntent(id, a)
 	if err != nil {
 		return false, err
 	}
 	lastExec, claimed := a[attrLastExec].(int64)
 	if time.Duration(now-max(in.start, lastExec)) <= rt.cfg.GCBound {
-		return false, nil // an execution may still be running; ask again on a later pass
+		return false, nil
 	}
-	reason, _ := a[attrLastError].(string)
-	if reason == "" {
-		reason = "none recorded (crashes or timeouts)"
-	}
-	res := Result{Error: fmt.Sprintf("%v: SSF %s, instance %s: %d launches by the intent collector did not finish it; last error: %s",
-		ErrGaveUp, rt.cfg.Name, id, attempts, reason)}
+	res := Result{Error: msg}
 	if in.tx != nil {
 		res.TxAborted = true // the caller's transaction aborts; its end releases the locks
 	}
@@ -158,8 +169,6 @@ func (rt *Runtime) giveUp(ctx context.Context, id string, a store.Attrs, attempt
 	if err != nil || !rs[0].Applied {
 		return false, err
 	}
-	rt.stats.gaveUp.Add(1)
-	rt.log.Error("instance given up: it never finished", "instance", id, "launches", attempts, "last_error", reason)
 	if err := rt.removePending(ctx, id); err != nil {
 		return true, err
 	}
@@ -167,7 +176,7 @@ func (rt *Runtime) giveUp(ctx context.Context, id string, a store.Attrs, attempt
 		// After the record, so the caller can only ever hear this outcome; if this callback is
 		// lost, the caller's re-execution asks again and is answered the same.
 		if err := rt.callback(ctx, *in.caller, id, res); err != nil {
-			rt.log.Warn("callback of a given-up instance failed; the caller will ask again", "instance", id, "err", err)
+			rt.log.Warn("callback of a failed instance failed; the caller will ask again", "instance", id, "err", err)
 		}
 	}
 	return true, nil
@@ -189,7 +198,8 @@ type GCReport struct {
 	Stamped        int // finished intents given a finish time
 	Recyclable     int // intents finished more than T ago
 	Held           int // intents finished more than T ago but kept: their holder may still re-send the request
-	Adopted        int // unfinished instances whose holder closed, handed to the intent collector
+	Abandoned      int // unfinished instances whose holder closed, recorded as failed (ErrAbandoned)
+	Adopted        int // unfinished instances whose holder closed that take locks, handed to the intent collector
 	LogRowsDeleted int // read- and invoke-log entries removed
 	Disconnected   int // DAAL rows unlinked from their list
 	Dangling       int // unreachable DAAL rows given a dangle time
@@ -245,13 +255,15 @@ func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
 			if time.Duration(now-fin) <= rt.cfg.GCBound {
 				continue
 			}
-			v, err := rt.judge(ctx, row.Key.Sort, row.Attrs)
+			v, err := rt.judge(ctx, row.Key.Sort, row.Attrs, now)
 			if err != nil {
 				return rep, err
 			}
 			switch v {
 			case entryHeld:
 				rep.Held++
+			case entryAbandoned:
+				rep.Abandoned++
 			case entryAdopted:
 				rep.Adopted++
 			case entryRecyclable:
@@ -469,15 +481,15 @@ type entryVerdict int
 const (
 	entryRecyclable entryVerdict = iota
 	entryHeld                    // kept: its holder may still send the request
-	entryAdopted                 // its holder closed unfinished: handed to the intent collector now
-	entryWithIC                  // handed to the intent collector on an earlier pass
+	entryAbandoned               // its holder closed unfinished: recorded as failed now
+	entryAdopted                 // its holder closed unfinished, but it holds locks: handed to the intent collector now
 )
 
 // judge decides an entry. An ordinary entry is a done intent, held only while its holder may
 // re-send the request. An entry naming a holder was written when the intent was created
 // (holderRetries): the instance may be unfinished, and only its holder knows whether it may
 // still run.
-func (rt *Runtime) judge(ctx context.Context, id string, entry store.Attrs) (entryVerdict, error) {
+func (rt *Runtime) judge(ctx context.Context, id string, entry store.Attrs, now int64) (entryVerdict, error) {
 	holder, heldIndex := entry[attrHolder].(string)
 	if !heldIndex {
 		if rt.cfg.Hold == nil {
@@ -505,13 +517,26 @@ func (rt *Runtime) judge(ctx context.Context, id string, entry store.Attrs) (ent
 		// this entry gets fences a creation still in flight.
 		return entryRecyclable, err
 	}
-	// The holder closed with the instance unfinished (a terminated workflow): the intent
-	// collector finishes it like any unfinished instance, releasing what it holds.
-	r, err := rt.st.Update(ctx, pendingKey(rt.cfg.IndexShards, id), store.RowAbsent(), store.Update{store.SetAttr(store.Attr(attrLaunched), int64(0))})
-	if err != nil || !r.Applied {
-		return entryWithIC, err
+	if a[attrHoldsLocks] == true {
+		// The holder closed with the instance unfinished, but it takes locks: only finishing it
+		// releases them. The intent collector finishes it once.
+		r, err := rt.st.Update(ctx, pendingKey(rt.cfg.IndexShards, id), store.RowAbsent(), store.Update{store.SetAttr(store.Attr(attrLaunched), int64(0))})
+		if err != nil || !r.Applied {
+			return entryHeld, err
+		}
+		return entryAdopted, nil
 	}
-	return entryAdopted, nil
+	// The holder closed with the instance unfinished (an activity timed out for good, a
+	// workflow terminated or reset): the workflow went on without its result (a saga may have
+	// compensated), so it must never take effect later. It is recorded as failed once no
+	// execution of it can still run, and collected on a later pass.
+	abandoned, err := rt.recordFailure(ctx, id, a, now, fmt.Sprintf("%v: SSF %s, instance %s: its holder %s closed without its result",
+		ErrAbandoned, rt.cfg.Name, id, holder))
+	if err != nil || !abandoned {
+		return entryHeld, err
+	}
+	rt.log.Warn("instance abandoned: its holder closed without its result", "instance", id, "holder", holder)
+	return entryAbandoned, nil
 }
 
 // askHolder asks Config.Hold whether the instance's holder may still send its request.

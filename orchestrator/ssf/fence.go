@@ -29,10 +29,21 @@ type fence struct {
 
 type fenceKey struct{}
 
-// startFence starts an execution's lifetime now and returns a context carrying it.
-func (rt *Runtime) startFence(ctx context.Context) (context.Context, *fence) {
+// DeadlineMargin is how long before a request's Deadline its execution stops: the sender's
+// clock may be that far ahead of the executor's, and the last request sent must land before
+// the sender acts on the failure.
+const DeadlineMargin = time.Second
+
+// startFence starts an execution's lifetime now and returns a context carrying it. A request
+// deadline (Request.Deadline, 0 for none) shortens it.
+func (rt *Runtime) startFence(ctx context.Context, requestDeadline int64) (context.Context, *fence) {
 	now := rt.clock.Now()
 	f := &fence{clock: rt.clock, started: now, deadline: now.Add(rt.cfg.Lifetime), lifetime: rt.cfg.Lifetime}
+	if requestDeadline != 0 {
+		if d := time.Unix(0, requestDeadline).Add(-DeadlineMargin); d.Before(f.deadline) {
+			f.deadline, f.lifetime = d, d.Sub(now)
+		}
+	}
 	return context.WithValue(ctx, fenceKey{}, f), f
 }
 

@@ -371,9 +371,10 @@ func TestGCKeepsHeldInstances(t *testing.T) {
 
 // An instance whose holder retries it (a Temporal activity) skips the pending index: the
 // intent collector leaves it to the holder. If the holder closes with the instance unfinished
-// (a terminated workflow), the garbage collector hands it to the intent collector, which
-// finishes it once, and the next pass collects it.
-func TestGCAdoptsInstancesTheirHolderAbandoned(t *testing.T) {
+// (an activity timed out for good, a terminated workflow), the holder went on without it: the
+// garbage collector records it as abandoned once no execution can run, it never takes effect
+// again (its first execution's write stays the only one), and the next pass collects it.
+func TestGCAbandonsInstancesTheirHolderClosed(t *testing.T) {
 	c := testclock.New(time.Unix(1e9, 0))
 	var mu sync.Mutex
 	open, broken := true, true
@@ -424,30 +425,33 @@ func TestGCAdoptsInstancesTheirHolderAbandoned(t *testing.T) {
 	}
 	gc(t, rt)
 	c.Advance(bound + time.Second)
-	if r := gc(t, rt); r.Held != 1 || r.Adopted != 0 || r.IntentsRemoved != 0 {
+	if r := gc(t, rt); r.Held != 1 || r.Abandoned != 0 || r.IntentsRemoved != 0 {
 		t.Fatalf("with the holder open: %+v, want it held", r)
 	}
 	locked(func() { open, broken = false, false })
-	if r := gc(t, rt); r.Adopted != 1 || r.IntentsRemoved != 0 {
-		t.Fatalf("with the holder closed and the instance unfinished: %+v, want it adopted", r)
+	if r := gc(t, rt); r.Abandoned != 1 || r.IntentsRemoved != 0 {
+		t.Fatalf("with the holder closed and the instance unfinished: %+v, want it abandoned", r)
 	}
-	if r := gc(t, rt); r.Adopted != 0 || r.IntentsRemoved != 0 {
-		t.Fatalf("a second pass: %+v, want nothing (the intent collector has it)", r)
+	st, err := rt.Intent(ctx, "act-1")
+	if err != nil || !st.Done || !strings.Contains(st.Result.Error, ssf.ErrAbandoned.Error()) {
+		t.Fatalf("abandoned instance: %+v %v, want a failed result saying so", st, err)
 	}
-	if r, err := rt.CollectIntents(ctx); err != nil || r.Relaunched != 1 {
-		t.Fatalf("intent collector: %+v %v, want the adopted instance relaunched", r, err)
+	c.Advance(time.Hour)
+	if r, err := rt.CollectIntents(ctx); err != nil || r.Relaunched != 0 {
+		t.Fatalf("intent collector: %+v %v, want nothing relaunched", r, err)
 	}
 	h.Wait()
-	st, err := rt.Intent(ctx, "act-1")
-	if err != nil || !st.Done || string(st.Result.Output) != "1" {
-		t.Fatalf("adopted instance: %+v %v, want done with 1 (its write applied once)", st, err)
+	if again, err := rt.Handle(ctx, ssf.Request{InstanceID: "act-1", Holder: "workflow-1"}); err != nil || again.Error != st.Result.Error {
+		t.Fatalf("a late retry of the abandoned instance: %+v %v, want its failure", again, err)
 	}
-	c.Advance(2 * time.Second)
-	if r, err := rt.CollectIntents(ctx); err != nil || r.Repaired != 1 {
-		t.Fatalf("intent collector: %+v %v, want the pending entry moved", r, err)
+	items, err := rt.Items(ctx)
+	if err != nil || string(items["t/k"]) != "1" {
+		t.Fatalf("items %s %v: want the first execution's write only", items, err)
 	}
+	gc(t, rt) // the retry restarted the count
+	c.Advance(bound + time.Second)
 	if r := gc(t, rt); r.IntentsRemoved != 1 {
-		t.Fatalf("after it finished: %+v, want it removed", r)
+		t.Fatalf("after it was abandoned: %+v, want it removed", r)
 	}
 }
 
@@ -702,5 +706,71 @@ func TestLateAndOrphanStartsAreRefused(t *testing.T) {
 	}
 	if s := rt.Stats(); s.Executions != runs || s.LateStarts != 1 {
 		t.Fatalf("stats %+v: want %d executions and 1 late start", s, runs)
+	}
+}
+
+// An instance that takes a lock of its own is never recorded as failed while unfinished: only
+// finishing it releases the lock. Its holder closing hands it to the intent collector, which
+// finishes it once.
+func TestLockHoldersAreFinishedNotAbandoned(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	var mu sync.Mutex
+	open, broken := true, true
+	locked := func(f func()) { mu.Lock(); defer mu.Unlock(); f() }
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	rt, err := h.Add(ssf.Config{
+		Name: "locker", Store: newTable(), Lifetime: lifetime, GCBound: bound, RelaunchDelay: time.Second, Clock: c,
+		MaxAttempts: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Hold: func(context.Context, string) (held bool, _ error) { locked(func() { held = open }); return held, nil },
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			if err := env.Lock("t", "k"); err != nil {
+				return nil, err
+			}
+			var fail bool
+			locked(func() { fail = broken })
+			if fail {
+				_, err := env.SyncInvoke("nobody", nil)
+				return nil, err
+			}
+			return "done", env.Unlock("t", "k")
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := rt.Handle(ctx, ssf.Request{InstanceID: "act-1", Holder: "workflow-1"}); err == nil {
+		t.Fatal("the first execution should have been abandoned")
+	}
+	gc(t, rt)
+	c.Advance(bound + time.Second)
+	locked(func() { open = false })
+	if r := gc(t, rt); r.Adopted != 1 || r.Abandoned != 0 {
+		t.Fatalf("holder closed, the instance holds a lock: %+v, want it adopted", r)
+	}
+	// Still failing: the intent collector runs out of attempts but never gives it up.
+	for range 4 {
+		c.Advance(time.Hour)
+		if _, err := rt.CollectIntents(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+	}
+	if st, err := rt.Intent(ctx, "act-1"); err != nil || st.Done || rt.Stats().GaveUp != 0 {
+		t.Fatalf("an instance holding a lock was given up: %+v %v", st, err)
+	}
+	locked(func() { broken = false })
+	c.Advance(time.Hour)
+	if _, err := rt.CollectIntents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	if st, err := rt.Intent(ctx, "act-1"); err != nil || !st.Done || string(st.Result.Output) != `"done"` {
+		t.Fatalf("the adopted instance: %+v %v, want it finished", st, err)
+	}
+	if locks, err := rt.Locks(ctx); err != nil || len(locks) != 0 {
+		t.Fatalf("locks left: %v %v", locks, err)
 	}
 }

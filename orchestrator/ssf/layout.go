@@ -73,6 +73,7 @@ const (
 	attrOwner      = "SSF"        // string, on the owner row: the SSF the table belongs to
 	attrAttempts   = "Attempts"   // int64, on a pending-index entry: launches by the intent collector
 	attrLastExec   = "LastExec"   // int64 unix nanos the latest re-execution started (its fence); see claimExecution
+	attrHoldsLocks = "HoldsLocks" // bool: a held instance takes locks (Env.markLocks)
 	attrLastError  = "LastError"  // string why the latest execution was abandoned, for the give-up record
 )
 

@@ -498,7 +498,7 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 		// The lifetime starts before the intent is read: an execution that saw the instance
 		// unfinished started before it finished, so it is fenced off T before the garbage
 		// collector may remove the instance's logs.
-		fctx, f := rt.startFence(ctx)
+		fctx, f := rt.startFence(ctx, req.Deadline)
 		in, created, err := rt.ensureIntent(fctx, f, req)
 		if errors.Is(err, errVoided) && attempt < maxStartOvers {
 			continue

@@ -205,6 +205,9 @@ func (e *Env) Unlock(table, key string) error {
 // outcome came from the log: a re-execution must not sleep again through waits it already
 // waited, or a wait longer than the lifetime bound could never be replayed to its end.
 func (e *Env) lockStep(table, key, owner string, start int64) (ok, replayed bool, err error) {
+	if err := e.markLocks(); err != nil {
+		return false, false, err
+	}
 	step, err := e.begin()
 	if err != nil {
 		return false, false, err
@@ -218,6 +221,25 @@ func (e *Env) lockStep(table, key, owner string, start int64) (ok, replayed bool
 		return false, false, err
 	}
 	return ok, replayed, nil
+}
+
+// markLocks records on the intent that the instance takes locks of its own (Env.Lock, or a
+// transaction it began), before it takes the first: only finishing it releases them, so the
+// collectors must never record it as failed instead (given up, or abandoned by its holder).
+// A transaction participant's locks are released by the transaction's end, not its own.
+func (e *Env) markLocks() error {
+	if e.locksMarked || e.tx != nil && !e.tx.owner {
+		return nil
+	}
+	if err := e.alive(); err != nil {
+		return err
+	}
+	if _, err := e.rt.st.Update(e.ctx, intentKey(e.id), store.Equal(store.Attr(attrDone), false),
+		store.Update{store.SetAttr(store.Attr(attrHoldsLocks), true)}); err != nil {
+		return e.fail(err)
+	}
+	e.locksMarked = true
+	return nil
 }
 
 // releaseIf releases the item's lock if owner holds it.

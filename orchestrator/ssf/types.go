@@ -84,6 +84,10 @@ type Request struct {
 	// intent, and one delivered more than T after it was sent is refused (ErrLateStart): a
 	// platform's late redelivery, which the intent collector has covered since.
 	Sent int64 `json:"sent,omitempty"`
+	// Deadline, if set (unix nanoseconds), is when the sender stops waiting and may act on the
+	// request's failure (a Temporal activity attempt's deadline): the execution serving this
+	// request is fenced DeadlineMargin before it, if that comes before its Lifetime.
+	Deadline int64 `json:"deadline,omitempty"`
 }
 
 // CallerRef names the invoke-log entry a callee reports to.
@@ -143,6 +147,9 @@ var (
 	// ErrBadInput, so queues dead-letter it with the reason. Nothing is lost: the intent
 	// collector launches every unfinished instance itself.
 	ErrLateStart = errors.New("ssf: start delivered later than T after it was sent")
+	// ErrAbandoned begins the failed result of an instance whose holder (a Temporal workflow)
+	// closed without its result: it never takes effect after that.
+	ErrAbandoned = errors.New("ssf: instance abandoned by its holder")
 	// ErrTableOwned: the SSF's table belongs to another SSF (ClaimTable); it wraps ErrBadInput.
 	ErrTableOwned = errors.New("ssf: table owned by another SSF")
 	// ErrGaveUp begins the failed result of an instance the intent collector gave up on after

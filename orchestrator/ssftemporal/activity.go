@@ -4,9 +4,10 @@
 //
 // Temporal replays workflow code deterministically but runs activities at least once: a worker
 // that dies after an activity's side effect and before reporting it makes Temporal run it again.
-// Here an activity is an SSF instance whose id is derived from (namespace, workflow id, run id,
-// activity id), never the attempt, so a retried activity replays the steps the failed attempt
-// logged instead of repeating them.
+// Here an activity is an SSF instance whose id is derived from (namespace, workflow id, the
+// business execution's run key, activity id), never the attempt nor the run, so a retried
+// activity replays the steps the failed attempt logged instead of repeating them, and so do a
+// reset run and a start that reuses the workflow id (see runKey and docs/temporal.md).
 package ssftemporal
 
 import (
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -55,6 +57,8 @@ type Invocation struct {
 	// Async registers the instance and returns at once; it runs through the host's transport
 	// (a goroutine, or the SSF's queue: local.Host.UseQueue).
 	Async bool `json:"async,omitempty"`
+	// Run is the workflow's run key (runKey): the helpers set it.
+	Run string `json:"run,omitempty"`
 }
 
 // Register registers one activity per SSF of host on w (a worker.Worker), named
@@ -77,7 +81,11 @@ func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) 
 	info := activity.GetInfo(ctx)
 	req := ssf.Request{
 		Kind:       ssf.KindInvoke,
-		InstanceID: InstanceID(info.WorkflowNamespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityID),
+		InstanceID: InstanceID(info.WorkflowNamespace, info.WorkflowExecution.ID, inv.Run, info.ActivityID),
+		// The attempt's deadline fences the execution: once Temporal has timed the attempt out,
+		// the workflow may act on the failure (a saga compensates), so the attempt must be
+		// unable to take further effects.
+		Deadline:   unixNanos(info.Deadline),
 		Input:      inv.Input,
 		Async:      inv.Async,
 		Tx:         inv.Tx,
@@ -112,15 +120,23 @@ func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) 
 	return res.Output, nil
 }
 
-// InstanceID is the SSF instance id of a workflow's activity. It never includes the attempt:
-// every attempt of an activity is the same instance. Ids longer than the runtime allows are
-// replaced by a digest of the same parts.
-func InstanceID(namespace, workflowID, runID, activityID string) string {
-	id := strings.Join([]string{"wf", namespace, workflowID, runID, activityID}, "/")
+// unixNanos is t in unix nanoseconds, or 0 for the zero time (no deadline).
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// InstanceID is the SSF instance id of a workflow's activity; run is the run key (runKey). It
+// never includes the attempt: every attempt of an activity is the same instance. Ids longer
+// than the runtime allows are replaced by a digest of the same parts.
+func InstanceID(namespace, workflowID, run, activityID string) string {
+	id := strings.Join([]string{"wf", namespace, workflowID, run, activityID}, "/")
 	if len(id) <= ssf.MaxInstanceIDLen {
 		return id
 	}
-	return digestID("wf", namespace, workflowID, runID, activityID)
+	return digestID("wf", namespace, workflowID, run, activityID)
 }
 
 // digestID names parts by a digest, for ids that would be too long spelled out.

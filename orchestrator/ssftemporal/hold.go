@@ -14,10 +14,11 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// holder is the workflow execution an SSF activity instance belongs to (ssf.Request.Holder):
-// while it is open, Temporal may retry the activity, even after the instance finished (the
-// worker died before reporting the completion), and the retry must find the instance's intent
-// to return the same result instead of running again.
+// holder is the workflow an SSF activity instance belongs to (ssf.Request.Holder): while a run
+// of it is open, Temporal may retry the activity, even after the instance finished (the worker
+// died before reporting the completion), and a reset run may ask for the same instance; they
+// must find its intent to return the same result instead of running again. RunID is the run
+// that created the instance, for the record.
 type holder struct {
 	Namespace  string `json:"ns"`
 	WorkflowID string `json:"wf"`
@@ -30,10 +31,11 @@ func (h holder) String() string {
 }
 
 // HoldWhileOpen is an ssf.Config.Hold for SSFs that run as activities: the garbage collector
-// keeps a finished activity instance while its workflow execution is open, and for grace after
-// it closed (an attempt handed to a worker just before the close may still reach the SSF; use
-// the SSF's GCBound). Instances of workflows Temporal no longer knows (past their retention)
-// are not held.
+// keeps an activity instance while the latest run of its workflow is open (the run that
+// created it, or one a reset or a reused id started since), and for grace after it closed (an
+// attempt handed to a worker just before the close may still reach the SSF; use the SSF's
+// GCBound). Instances of workflows Temporal no longer knows (past their retention) are not
+// held. An unfinished instance whose workflow closed is recorded as abandoned (ssf.ErrAbandoned).
 func HoldWhileOpen(c client.Client, grace time.Duration) func(ctx context.Context, holder string) (bool, error) {
 	return func(ctx context.Context, raw string) (bool, error) {
 		var h holder
@@ -42,7 +44,7 @@ func HoldWhileOpen(c client.Client, grace time.Duration) func(ctx context.Contex
 		}
 		resp, err := c.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
 			Namespace: h.Namespace,
-			Execution: &commonpb.WorkflowExecution{WorkflowId: h.WorkflowID, RunId: h.RunID},
+			Execution: &commonpb.WorkflowExecution{WorkflowId: h.WorkflowID}, // the latest run
 		})
 		var notFound *serviceerror.NotFound
 		switch {

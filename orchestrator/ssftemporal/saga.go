@@ -22,19 +22,24 @@ type compensation struct {
 	input json.RawMessage
 }
 
-// Step runs the SSF named ssfName with input, decodes its result into out (nil: discard) and,
-// if it succeeded, registers a call of compSSF with compInput as its compensation. A step that
-// fails must leave no effect of its own: only succeeded steps are compensated.
+// Step runs the SSF named ssfName with input, decodes its result into out (nil: discard) and
+// registers a call of compSSF with compInput as its compensation if the step succeeded, or if
+// its outcome is unknown: the activity gave up (timeouts, retries exhausted) while the step may
+// have taken part of its effects. Such a step never takes effect afterwards (its attempt is
+// fenced at its deadline, and its instance is recorded as abandoned once the workflow closes),
+// so its compensation cannot be overtaken; it must undo what the step may have done, and
+// nothing if it did nothing. A step that fails with an application error must leave no effect
+// of its own: it is not compensated.
 func (s *Saga) Step(ctx workflow.Context, ssfName string, input, out any, compSSF string, compInput any) error {
 	comp, err := json.Marshal(compInput)
 	if err != nil {
 		return fmt.Errorf("ssftemporal: compensation input for %s is not JSON-encodable: %w", compSSF, err)
 	}
-	if err := Call(ctx, ssfName, input, out); err != nil {
-		return err
+	err = Call(ctx, ssfName, input, out)
+	if err == nil || !IsApplicationError(err) && !hasType(err, "ssfkit.BadInput") {
+		s.compensations = append(s.compensations, compensation{ssf: compSSF, input: comp})
 	}
-	s.compensations = append(s.compensations, compensation{ssf: compSSF, input: comp})
-	return nil
+	return err
 }
 
 // Compensate runs the compensations of the steps that succeeded, last first, and forgets them.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -31,12 +30,10 @@ func BeginTx(ctx workflow.Context) *Tx {
 }
 
 func beginTx(ctx workflow.Context, start int64) *Tx {
-	var id string
-	// A fresh id per transaction, recorded in history so that replay sees the same one.
-	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return "wftx-" + uuid.NewString() }).Get(&id); err != nil {
-		panic(err) // decoding a string Temporal just recorded
-	}
-	return &Tx{ctx: ssf.TxContext{ID: id, Start: start, Mode: ssf.TxExecute}}
+	// The n-th transaction of the workflow, in every replay and in a run a reset creates: a
+	// reset in the middle of a transaction continues it (its participants replay their steps)
+	// instead of leaving it open with its locks held.
+	return &Tx{ctx: ssf.TxContext{ID: txID(ctx, next(ctx, "tx")), Start: start, Mode: ssf.TxExecute}}
 }
 
 // ID is the transaction id, as the SSFs' lock owners and logs show it.
@@ -100,7 +97,7 @@ func (tx *Tx) End(ctx workflow.Context) (committed bool, err error) {
 	}
 	futures := make([]workflow.Future, len(tx.participants))
 	for i, p := range tx.participants {
-		futures[i] = workflow.ExecuteActivity(withOptions(ctx), ActivityName(p), Invocation{Tx: &end, End: true})
+		futures[i] = workflow.ExecuteActivity(withStepID(withOptions(ctx), "ssf"), ActivityName(p), Invocation{Tx: &end, End: true, Run: runKey(ctx)})
 	}
 	var errs []error
 	for i, f := range futures {
