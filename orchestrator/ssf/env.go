@@ -35,7 +35,7 @@ type Env struct {
 	incarnation string
 	start       int64    // the intent's creation time: the wait-die age of transactions it begins
 	tx          *txState // the transaction the instance runs in, if any
-	locksMarked bool // the intent says the instance takes locks of its own (markLocks)
+	locksMarked bool     // the intent says the instance takes locks of its own (markLocks)
 	// unlogged holds read-log entries not yet written: a read only needs its value durable
 	// before the next externally visible effect, so entries travel together in one batch then
 	// (flush), and with the done mark for reads after the last effect.

@@ -85,11 +85,11 @@ func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) 
 		// The attempt's deadline fences the execution: once Temporal has timed the attempt out,
 		// the workflow may act on the failure (a saga compensates), so the attempt must be
 		// unable to take further effects.
-		Deadline:   unixNanos(info.Deadline),
-		Input:      inv.Input,
-		Async:      inv.Async,
-		Tx:         inv.Tx,
-		Holder:     holder{Namespace: info.WorkflowNamespace, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}.String(),
+		Deadline: unixNanos(info.Deadline),
+		Input:    inv.Input,
+		Async:    inv.Async,
+		Tx:       inv.Tx,
+		Holder:   holder{Namespace: info.WorkflowNamespace, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}.String(),
 	}
 	if inv.End {
 		holder := req.Holder
