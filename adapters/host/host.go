@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
@@ -60,6 +61,25 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s=%q must be a positive whole number of seconds", d.name, raw)
 		}
 		*d.to = time.Duration(s) * time.Second
+	}
+	if raw := getenv("SSFKIT_QUEUE_MESSAGE_TTL_SECONDS"); raw != "" {
+		// The ssf module bounds how long a start may wait in the queue below T (docs/protocol.md,
+		// "Delivery windows"); only Azure Storage queues take it from the sender.
+		u, err := queue.ParseURL(c.Queue)
+		if err != nil {
+			return c, fmt.Errorf("SSFKIT_QUEUE: %w", err)
+		}
+		if s, err := strconv.Atoi(raw); err != nil || s <= 0 {
+			return c, fmt.Errorf("SSFKIT_QUEUE_MESSAGE_TTL_SECONDS=%q must be a positive whole number of seconds", raw)
+		}
+		if u.Scheme != "azqueue" {
+			return c, fmt.Errorf("SSFKIT_QUEUE_MESSAGE_TTL_SECONDS is set, but queue %s takes no time-to-live from its sender (only azqueue:// does)", u.Redacted())
+		}
+		sep := "?"
+		if strings.Contains(c.Queue, "?") {
+			sep = "&"
+		}
+		c.Queue += sep + "message_ttl=" + raw
 	}
 	if raw := getenv("SSFKIT_PEERS"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &c.Peers); err != nil {

@@ -187,6 +187,9 @@ func (d *demo) run(ctx context.Context) error {
 	d.inj = newCrashInjector(d.opt.seed, d.opt.crashRate)
 	d.hosted, err = openApp(ctx, d.info.example.handlers(), tableURL, ssf.Config{
 		Lifetime: t.lifetime, GCBound: t.gcBound, RelaunchDelay: t.relaunchDelay, Faults: d.inj,
+		// Crashes injected at random are not the deterministic failures bounded attempts are
+		// for: every request must finish, however often it crashed.
+		MaxAttempts: -1,
 	})
 	if err != nil {
 		return err

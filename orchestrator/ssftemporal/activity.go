@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -57,8 +58,22 @@ type Invocation struct {
 	// Async registers the instance and returns at once; it runs through the host's transport
 	// (a goroutine, or the SSF's queue: local.Host.UseQueue).
 	Async bool `json:"async,omitempty"`
-	// Run is the workflow's run key (runKey): the helpers set it.
+	// IDs is idsStable when the helpers numbered the step and Run is the workflow's run key
+	// (runKey); 0: an invocation from a workflow started before (Temporal's activity id and the
+	// run id name the instance).
+	IDs int    `json:"ids,omitempty"`
 	Run string `json:"run,omitempty"`
+}
+
+// prepare sets the invocation's id scheme and returns the context to schedule it with: the
+// helpers' options and, under stable ids, the step's own activity id.
+func (inv *Invocation) prepare(ctx workflow.Context) workflow.Context {
+	ctx = withOptions(ctx)
+	if !stableIDs(ctx) {
+		return ctx
+	}
+	inv.IDs, inv.Run = idsStable, runKey(ctx)
+	return withStepID(ctx, "ssf")
 }
 
 // Register registers one activity per SSF of host on w (a worker.Worker), named
@@ -81,7 +96,7 @@ func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) 
 	info := activity.GetInfo(ctx)
 	req := ssf.Request{
 		Kind:       ssf.KindInvoke,
-		InstanceID: InstanceID(info.WorkflowNamespace, info.WorkflowExecution.ID, inv.Run, info.ActivityID),
+		InstanceID: InstanceID(info.WorkflowNamespace, info.WorkflowExecution.ID, instanceRun(inv.IDs, inv.Run, info.WorkflowExecution.RunID), info.ActivityID),
 		// The attempt's deadline fences the execution: once Temporal has timed the attempt out,
 		// the workflow may act on the failure (a saga compensates), so the attempt must be
 		// unable to take further effects.

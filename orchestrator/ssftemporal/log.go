@@ -35,7 +35,8 @@ type logOp struct {
 	Participant  string   `json:"participant,omitempty"`
 	Note         []byte   `json:"note,omitempty"`
 	Participants []string `json:"participants,omitempty"`
-	Run          string   `json:"run,omitempty"` // the workflow's run key (runKey)
+	IDs          int      `json:"ids,omitempty"` // as Invocation.IDs
+	Run          string   `json:"run,omitempty"`
 }
 
 // readResult is ReadNext's result.
@@ -81,7 +82,7 @@ func RegisterLog(w worker.ActivityRegistry, name string, l *sharedlog.Log) {
 		opAddColor: func(ctx context.Context, op logOp) (any, error) { return nil, l.AddColor(ctx, op.Color, op.Parent) },
 		opAppend: func(ctx context.Context, op logOp) (any, error) {
 			info := activity.GetInfo(ctx)
-			token := sharedlog.Token("wf", info.WorkflowNamespace, info.WorkflowExecution.ID, op.Run, info.ActivityID)
+			token := sharedlog.Token("wf", info.WorkflowNamespace, info.WorkflowExecution.ID, instanceRun(op.IDs, op.Run, info.WorkflowExecution.RunID), info.ActivityID)
 			return l.AppendOnce(ctx, token, op.Color, op.Records...)
 		},
 		opRead: func(ctx context.Context, op logOp) (any, error) { return l.Read(ctx, op.Color, op.SN) },
@@ -114,9 +115,13 @@ func RegisterLog(w worker.ActivityRegistry, name string, l *sharedlog.Log) {
 
 // call runs one of the log's activities and decodes its result into out (nil: discard).
 func (wl WorkflowLog) call(ctx workflow.Context, op string, in logOp, out any) error {
-	in.Run = runKey(ctx)
+	ctx = withOptions(ctx)
+	if stableIDs(ctx) {
+		in.IDs, in.Run = idsStable, runKey(ctx)
+		ctx = withStepID(ctx, "log")
+	}
 	var raw json.RawMessage
-	if err := workflow.ExecuteActivity(withStepID(withOptions(ctx), "log"), logActivityName(wl.name, op), in).Get(ctx, &raw); err != nil {
+	if err := workflow.ExecuteActivity(ctx, logActivityName(wl.name, op), in).Get(ctx, &raw); err != nil {
 		return err
 	}
 	if out == nil {

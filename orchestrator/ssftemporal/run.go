@@ -9,6 +9,30 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
+// stableIDsChange marks, in a workflow's history, that its helpers number their steps and
+// transactions themselves (withStepID, txID) and name instances by run key. A history recorded
+// before (no marker) keeps Temporal's activity ids, the run id and random transaction ids, so
+// workflows started by an older ssfkit replay without nondeterminism errors and their
+// in-flight activities stay the same SSF instances.
+const stableIDsChange = "ssfkit.stable-step-ids"
+
+// stableIDs reports whether this workflow uses stable step and transaction ids.
+func stableIDs(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, stableIDsChange, workflow.DefaultVersion, 1) == 1
+}
+
+// idsStable is Invocation.IDs (and logOp.IDs) for stable ids; 0 is the legacy scheme.
+const idsStable = 1
+
+// instanceRun is the run part of an activity's instance id: the run key under stable ids, the
+// run id under the legacy scheme (an invocation without IDs, from an older workflow).
+func instanceRun(ids int, run, runID string) string {
+	if ids == idsStable {
+		return run
+	}
+	return runID
+}
+
 // runKey names the business execution a workflow run belongs to, for the ids of its SSF
 // instances: empty for the first run of a workflow id, which a reset (to any point) and a
 // start that reuses the id continue, and the run's original id for a run that continues

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -30,10 +31,18 @@ func BeginTx(ctx workflow.Context) *Tx {
 }
 
 func beginTx(ctx workflow.Context, start int64) *Tx {
-	// The n-th transaction of the workflow, in every replay and in a run a reset creates: a
-	// reset in the middle of a transaction continues it (its participants replay their steps)
-	// instead of leaving it open with its locks held.
-	return &Tx{ctx: ssf.TxContext{ID: txID(ctx, next(ctx, "tx")), Start: start, Mode: ssf.TxExecute}}
+	if stableIDs(ctx) {
+		// The n-th transaction of the workflow, in every replay and in a run a reset creates:
+		// a reset in the middle of a transaction continues it (its participants replay their
+		// steps) instead of leaving it open with its locks held.
+		return &Tx{ctx: ssf.TxContext{ID: txID(ctx, next(ctx, "tx")), Start: start, Mode: ssf.TxExecute}}
+	}
+	var id string
+	// A workflow started before stable ids: a fresh id recorded in history, as it was.
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return "wftx-" + uuid.NewString() }).Get(&id); err != nil {
+		panic(err) // decoding a string Temporal just recorded
+	}
+	return &Tx{ctx: ssf.TxContext{ID: id, Start: start, Mode: ssf.TxExecute}}
 }
 
 // ID is the transaction id, as the SSFs' lock owners and logs show it.
@@ -97,7 +106,8 @@ func (tx *Tx) End(ctx workflow.Context) (committed bool, err error) {
 	}
 	futures := make([]workflow.Future, len(tx.participants))
 	for i, p := range tx.participants {
-		futures[i] = workflow.ExecuteActivity(withStepID(withOptions(ctx), "ssf"), ActivityName(p), Invocation{Tx: &end, End: true, Run: runKey(ctx)})
+		inv := Invocation{Tx: &end, End: true}
+		futures[i] = workflow.ExecuteActivity(inv.prepare(ctx), ActivityName(p), inv)
 	}
 	var errs []error
 	for i, f := range futures {

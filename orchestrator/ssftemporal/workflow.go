@@ -77,8 +77,8 @@ func start(ctx workflow.Context, ssfName string, input any, tx *ssf.TxContext, a
 		set.SetError(temporal.NewNonRetryableApplicationError(fmt.Sprintf("ssftemporal: input for %s is not JSON-encodable: %v", ssfName, err), "ssfkit.BadInput", err))
 		return Future{f}
 	}
-	inv := Invocation{Input: raw, Tx: tx, Async: async, Run: runKey(ctx)}
-	return Future{workflow.ExecuteActivity(withStepID(withOptions(ctx), "ssf"), ActivityName(ssfName), inv)}
+	inv := Invocation{Input: raw, Tx: tx, Async: async}
+	return Future{workflow.ExecuteActivity(inv.prepare(ctx), ActivityName(ssfName), inv)}
 }
 
 // IsTxAborted reports whether err says an SSF's transaction must abort, for any reason.

@@ -78,6 +78,7 @@ func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, se
 			Name: name, Store: newStore(t, name), Handler: h,
 			RowCapacity: 2, Lifetime: lifetime, GCBound: gcBound, RelaunchDelay: time.Nanosecond,
 			Clock: w.clock, Faults: inj, Logger: quiet,
+			MaxAttempts: -1, // injected crashes are not deterministic failures: every instance must finish
 		})
 		if err != nil {
 			t.Fatal(err)

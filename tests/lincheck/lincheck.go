@@ -321,7 +321,10 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 		// T must cover an execution's lifetime plus its last store call, stalls included,
 		// on a loaded machine under the race detector.
 		Lifetime: lifetime, GCBound: 2 * lifetime, RelaunchDelay: relaunch,
-		Faults: crashes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Injected crashes are not the deterministic failures bounded attempts are for: every
+		// instance must finish, however often it crashed.
+		MaxAttempts: -1,
+		Faults:      crashes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -423,7 +423,8 @@ func newWorld(sc Scenario, faults ssf.FaultInjector) (*World, func(), error) {
 		}
 		rt, err := h.Add(ssf.Config{Name: name, Store: tbl,
 			Handler: withSet(handler), RowCapacity: capacity, Lifetime: Lifetime, GCBound: GCBound,
-			RelaunchDelay: RelaunchDelay, Clock: w.Clock, Faults: faults, Hold: sc.Hold, Logger: quiet()})
+			RelaunchDelay: RelaunchDelay, Clock: w.Clock, Faults: faults, Hold: sc.Hold, Logger: quiet(),
+			MaxAttempts: -1}) // crashes and pauses are not deterministic failures: every instance must finish
 		if err != nil {
 			h.Close()
 			return nil, nil, err

@@ -31,6 +31,7 @@ var commonVariables = map[string]struct {
 	"function_timeout_seconds":        {"number", 60.0},
 	"gc_bound_seconds":                {"number", 900.0},
 	"relaunch_delay_seconds":          {"number", 120.0},
+	"key_retention_seconds":           {"number", 86400.0},
 	"memory_mb":                       {"number", 256.0},
 	"intent_collector_every_minutes":  {"number", 1.0},
 	"garbage_collector_every_minutes": {"number", 5.0},

@@ -214,7 +214,8 @@ func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, cl
 	w.host.Logger = quiet
 	for name, h := range map[string]ssf.Handler{"ledger": ledger, "audit": audit, "teller": teller(opts.MaxBackOff)} {
 		cfg := ssf.Config{Name: name, Store: newStore(t, name), Handler: h, RowCapacity: 4,
-			Lifetime: time.Hour, GCBound: 2 * time.Hour, RelaunchDelay: opts.RelaunchDelay, Faults: inj, Logger: quiet}
+			Lifetime: time.Hour, GCBound: 2 * time.Hour, RelaunchDelay: opts.RelaunchDelay, Faults: inj, Logger: quiet,
+			MaxAttempts: -1} // injected crashes are not deterministic failures: every instance must finish
 		if clock != nil {
 			cfg.Clock, cfg.RelaunchDelay = clock, time.Nanosecond
 		}

@@ -375,3 +375,21 @@ func deliver(t *testing.T, p platformFixture, s *Server, url string) int {
 		}
 	}
 }
+
+// The Azure module bounds a queued start's life below T through the sender: the host puts
+// SSFKIT_QUEUE_MESSAGE_TTL_SECONDS into its queue's URL, and refuses it for a queue whose
+// messages take no time-to-live from their sender.
+func TestConfigFromEnvQueueMessageTTL(t *testing.T) {
+	base := map[string]string{"SSFKIT_SSF": "teller", "SSFKIT_ENVIRONMENT": "bank", "SSFKIT_STORE": "mem://t",
+		"SSFKIT_QUEUE": "azqueue://bank-teller?account=bankacct", "SSFKIT_QUEUE_MESSAGE_TTL_SECONDS": "450"}
+	c, err := host.ConfigFromEnv(env(base))
+	if err != nil || c.Queue != "azqueue://bank-teller?account=bankacct&message_ttl=450" {
+		t.Fatalf("%q %v", c.Queue, err)
+	}
+	for queueURL, ttl := range map[string]string{"mem://q": "450", "azqueue://bank-teller?account=bankacct": "-5"} {
+		base["SSFKIT_QUEUE"], base["SSFKIT_QUEUE_MESSAGE_TTL_SECONDS"] = queueURL, ttl
+		if _, err := host.ConfigFromEnv(env(base)); err == nil || !strings.Contains(err.Error(), "SSFKIT_QUEUE_MESSAGE_TTL_SECONDS") {
+			t.Errorf("%s with TTL %s: %v, want a refusal naming the setting", queueURL, ttl, err)
+		}
+	}
+}

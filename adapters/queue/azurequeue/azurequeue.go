@@ -1,9 +1,11 @@
 // Package azurequeue is the Azure Storage Queues driver (azqueue).
 //
-// URL: azqueue://QUEUE?account=ACCOUNT&endpoint=URL&create=true&max_message_bytes=N. The
-// service endpoint is endpoint= (Azurite: http://127.0.0.1:10001/devstoreaccount1), else
+// URL: azqueue://QUEUE?account=ACCOUNT&endpoint=URL&create=true&max_message_bytes=N&message_ttl=S.
+// The service endpoint is endpoint= (Azurite: http://127.0.0.1:10001/devstoreaccount1), else
 // https://ACCOUNT.queue.core.windows.net. create=true creates a missing queue (tests and
-// `ssfkit dev`; production queues come from Terraform).
+// `ssfkit dev`; production queues come from Terraform). message_ttl=S makes sent messages
+// expire S seconds after they were sent (default: never); the hosts set it from
+// SSFKIT_QUEUE_MESSAGE_TTL_SECONDS, which the ssf module keeps below T.
 //
 // Credentials, first match wins:
 //  1. an account key in the URL's user info, azqueue://ACCOUNT:KEY@QUEUE (Redacted hides it);
@@ -64,6 +66,7 @@ func clientOptions() *azqueue.ClientOptions {
 type Driver struct {
 	q      *azqueue.QueueClient
 	limits queue.Limits
+	ttl    int32 // seconds a sent message lives (message_ttl), or -1: until received
 }
 
 // handle is a lease: Update and Delete need the pop receipt, which every update replaces, and
@@ -86,7 +89,7 @@ var (
 type clientKey struct{ endpoint, account, key, connectionString string }
 
 func open(ctx context.Context, u *queue.URL) (queue.Driver, error) {
-	if err := u.CheckParams("account", "endpoint", "create", "max_message_bytes"); err != nil {
+	if err := u.CheckParams("account", "endpoint", "create", "max_message_bytes", "message_ttl"); err != nil {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
@@ -103,6 +106,13 @@ func open(ctx context.Context, u *queue.URL) (queue.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A bounded time-to-live keeps a start from being delivered later than the runtime's T
+	// (the ssf module sets it below T: docs/protocol.md, "Delivery windows"); without it a
+	// message lives until it is received.
+	ttl, err := u.IntParam("message_ttl", -1, 1, 7*24*3600)
+	if err != nil {
+		return nil, err
+	}
 	key, err := resolve(u)
 	if err != nil {
 		return nil, err
@@ -111,7 +121,7 @@ func open(ctx context.Context, u *queue.URL) (queue.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{q: svc.NewQueueClient(u.Host), limits: queue.Limits{MaxMessageBytes: limit, MaxBatch: maxBatch, MaxLease: maxLease}}
+	d := &Driver{q: svc.NewQueueClient(u.Host), limits: queue.Limits{MaxMessageBytes: limit, MaxBatch: maxBatch, MaxLease: maxLease}, ttl: int32(ttl)}
 	_, err = d.q.GetProperties(ctx, nil)
 	if create && queueerror.HasCode(err, queueerror.QueueNotFound) {
 		if _, err = d.q.Create(ctx, nil); queueerror.HasCode(err, queueerror.QueueAlreadyExists) {
@@ -217,7 +227,7 @@ func wrap(ctx context.Context, err error) error {
 
 // Send implements queue.Driver.
 func (d *Driver) Send(ctx context.Context, body []byte) (string, error) {
-	resp, err := d.q.EnqueueMessage(ctx, base64.StdEncoding.EncodeToString(body), &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))})
+	resp, err := d.q.EnqueueMessage(ctx, base64.StdEncoding.EncodeToString(body), &azqueue.EnqueueMessageOptions{TimeToLive: ptr(d.ttl)})
 	if err != nil {
 		return "", wrap(ctx, err)
 	}

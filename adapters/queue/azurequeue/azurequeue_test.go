@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
@@ -44,6 +45,7 @@ func TestOpenErrors(t *testing.T) {
 		{strings.Replace(good, "&create=true", "", 1), queue.ErrNotFound, "does not exist"},
 		{good + "&colour=blue", queue.ErrInvalid, `unknown parameter "colour"`},
 		{good + "&max_message_bytes=50000", queue.ErrInvalid, "max_message_bytes"},
+		{good + "&message_ttl=0", queue.ErrInvalid, "message_ttl"},
 		{strings.Replace(good, "@q-", "@Q_", 1), queue.ErrInvalid, "queue name"},
 		{"azqueue://" + wrongKey + "@jobs?endpoint=" + endpoint, queue.ErrInvalid, "refused the credentials"},
 		{"azqueue://jobs?account=Bad_Name", queue.ErrInvalid, "storage account name"},
@@ -87,5 +89,25 @@ func TestConnectionString(t *testing.T) {
 	defer q.Close()
 	if _, err := q.Send(t.Context(), []byte("hi")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// message_ttl bounds how long a sent message can wait to be received: a start cannot be
+// delivered later than the ssf module's bound.
+func TestMessageTTL(t *testing.T) {
+	t.Parallel()
+	q, err := queue.Open(context.Background(), queuetest.AzureURL(t)+"&message_ttl=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+	if _, err := q.Send(ctx, []byte("start")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	msgs, err := q.Receive(ctx, queue.ReceiveOptions{Max: 1, Lease: time.Minute})
+	if err != nil || len(msgs) != 0 {
+		t.Fatalf("a message received after its time-to-live: %d messages, %v", len(msgs), err)
 	}
 }

@@ -101,6 +101,11 @@ variable "relaunch_delay_seconds" {
     condition     = var.relaunch_delay_seconds >= 1
     error_message = "relaunch_delay_seconds must be at least 1."
   }
+
+  validation {
+    condition     = var.relaunch_delay_seconds >= var.function_timeout_seconds
+    error_message = "relaunch_delay_seconds must be at least function_timeout_seconds: a relaunch while the first execution may still run only duplicates it (a paid invocation)."
+  }
 }
 
 variable "memory_mb" {
@@ -231,5 +236,16 @@ variable "tags" {
   validation {
     condition     = length(merge(var.environment.tags, var.tags)) <= 62
     error_message = "tags and the environment's labels must be at most 62 together (Google allows 64; ssfkit adds its own)."
+  }
+}
+
+variable "key_retention_seconds" {
+  description = "How long the answer to a collected instance (an idempotency key) is kept: a request with the key within it gets the recorded answer, after it a clear 'expired' refusal, never a second run."
+  type        = number
+  default     = 86400
+
+  validation {
+    condition     = var.key_retention_seconds > var.gc_bound_seconds && floor(var.key_retention_seconds) == var.key_retention_seconds
+    error_message = "key_retention_seconds must be a whole number of seconds exceeding gc_bound_seconds (T): a collected instance's key must be remembered longer than any execution of it can run."
   }
 }

@@ -78,6 +78,7 @@ run "accepts_a_longer_timeout_with_a_larger_gc_bound" {
 
   variables {
     function_timeout_seconds = 900
+    relaunch_delay_seconds   = 900
     gc_bound_seconds         = 10801 # (5 + 1) x 1800 s of visibility
   }
 
@@ -169,4 +170,24 @@ run "applies" {
     condition     = alltrue([for s in jsondecode(data.aws_iam_policy_document.this.json).Statement : alltrue([for r in flatten([s.Resource]) : r != "*"])])
     error_message = "the SSF's identity must not reach every resource"
   }
+}
+
+run "rejects_relaunch_delay_below_function_timeout" {
+  command = plan
+
+  variables {
+    relaunch_delay_seconds = 30
+  }
+
+  expect_failures = [var.relaunch_delay_seconds]
+}
+
+run "rejects_key_retention_within_gc_bound" {
+  command = plan
+
+  variables {
+    key_retention_seconds = 900
+  }
+
+  expect_failures = [var.key_retention_seconds]
 }

@@ -134,6 +134,7 @@ run "rejects_timeouts_whose_redeliveries_outlive_gc_bound" {
 
   variables {
     function_timeout_seconds = 150 # 5 x (150 s + 30 s)
+    relaunch_delay_seconds   = 150
   }
 
   expect_failures = [var.gc_bound_seconds]
@@ -206,6 +207,7 @@ run "rejects_timeouts_beyond_an_http_call" {
 
   variables {
     function_timeout_seconds = 300
+    relaunch_delay_seconds   = 300
     gc_bound_seconds         = 3600 # above the delivery window such a timeout would need
   }
 
@@ -308,6 +310,7 @@ run "plans_the_defaults" {
         SSFKIT_LIFETIME_SECONDS                                      = "59"
         SSFKIT_GC_BOUND_SECONDS                                      = "900"
         SSFKIT_RELAUNCH_DELAY_SECONDS                                = "120"
+        SSFKIT_KEY_RETENTION_SECONDS                                 = "86400"
         SSFKIT_PEERS                                                 = "{}"
         SSFKIT_QUEUE_MESSAGE_TTL_SECONDS                             = "450"
         AzureFunctionsJobHost__extensions__queues__visibilityTimeout = "00:00:30"
@@ -524,4 +527,24 @@ run "applies" {
     condition     = azurerm_storage_account.this.tags == tomap({ "ssfkit-environment" = "tftest", "ssfkit-ssf" = "counter", team = "payments" }) && azurerm_service_plan.this.tags == azurerm_storage_account.this.tags
     error_message = "every resource must carry the environment's tags and the SSF's"
   }
+}
+
+run "rejects_relaunch_delay_below_function_timeout" {
+  command = plan
+
+  variables {
+    relaunch_delay_seconds = 30
+  }
+
+  expect_failures = [var.relaunch_delay_seconds]
+}
+
+run "rejects_key_retention_within_gc_bound" {
+  command = plan
+
+  variables {
+    key_retention_seconds = 900
+  }
+
+  expect_failures = [var.key_retention_seconds]
 }

@@ -129,6 +129,7 @@ run "rejects_timeouts_whose_redeliveries_outlive_gc_bound" {
   variables {
     environment              = run.environment.context
     function_timeout_seconds = 300 # 5 pushes of 300 s, 4 backoffs of 60 s
+    relaunch_delay_seconds   = 300
   }
 
   expect_failures = [var.gc_bound_seconds]
@@ -228,7 +229,9 @@ run "rejects_timeouts_beyond_cloud_run" {
   variables {
     environment              = run.environment.context
     function_timeout_seconds = 3601
+    relaunch_delay_seconds   = 3601
     gc_bound_seconds         = 86400 # above the delivery window such a timeout would need
+    key_retention_seconds    = 86401
   }
 
   expect_failures = [var.function_timeout_seconds]
@@ -312,6 +315,7 @@ run "plans" {
       SSFKIT_LIFETIME_SECONDS       = "59"
       SSFKIT_GC_BOUND_SECONDS       = "900"
       SSFKIT_RELAUNCH_DELAY_SECONDS = "120"
+      SSFKIT_KEY_RETENTION_SECONDS  = "86400"
       SSFKIT_PEERS                  = jsonencode({ caller = "https://tftest-caller-123456789012.europe-west1.run.app" })
     }
     error_message = "the service's environment is ${jsonencode(google_cloud_run_v2_service.this.template[0].containers[0].env)}"
@@ -491,7 +495,9 @@ run "throwaway_with_own_key" {
     deletion_protection             = false
     point_in_time_recovery          = false
     function_timeout_seconds        = 3600
+    relaunch_delay_seconds          = 3600
     gc_bound_seconds                = 369541 # the delivery window below, and a second
+    key_retention_seconds           = 369542
     memory_mb                       = 8192
     garbage_collector_every_minutes = 60
     max_receive_count               = 100
@@ -600,4 +606,26 @@ run "plans_on_bigtable" {
     condition     = google_bigtable_table_iam_member.state[0].table == "tftest-counter" && google_bigtable_table_iam_member.state[0].role == "roles/bigtable.user" && google_bigtable_table_iam_member.state[0].member == "serviceAccount:tftest-counter@tftest-project.iam.gserviceaccount.com"
     error_message = "the SSF's identity must be granted its own table, at the table"
   }
+}
+
+run "rejects_relaunch_delay_below_function_timeout" {
+  command = plan
+
+  variables {
+    environment            = run.environment.context
+    relaunch_delay_seconds = 30
+  }
+
+  expect_failures = [var.relaunch_delay_seconds]
+}
+
+run "rejects_key_retention_within_gc_bound" {
+  command = plan
+
+  variables {
+    environment           = run.environment.context
+    key_retention_seconds = 900
+  }
+
+  expect_failures = [var.key_retention_seconds]
 }
