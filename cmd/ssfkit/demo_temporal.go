@@ -430,6 +430,12 @@ func (w *workerProcesses) stop() error {
 	}
 	select {
 	case err := <-w.exited:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+				return nil // stopped before it could handle the signal: a worker just started
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("worker %d: %w (log: %s)", w.pid(), err, filepath.Join(w.logDir, fmt.Sprintf("worker-%d.log", w.n)))
 		}
