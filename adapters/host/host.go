@@ -32,6 +32,9 @@ type Config struct {
 	// and then how long its expired id is still refused (ssf.Config).
 	KeyRetention        time.Duration
 	ExpiredKeyRetention time.Duration
+	// MaxAttempts bounds the intent collector's launches of an unfinished instance
+	// (SSFKIT_MAX_ATTEMPTS; ssf.Config.MaxAttempts).
+	MaxAttempts int
 	// Peers are the base URLs of the functions of the SSFs this one calls, by SSF name
 	// (SSFKIT_PEERS, a JSON object; the HTTP hosts' modules set it).
 	Peers map[string]string
@@ -61,6 +64,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s=%q must be a positive whole number of seconds", d.name, raw)
 		}
 		*d.to = time.Duration(s) * time.Second
+	}
+	if raw := getenv("SSFKIT_MAX_ATTEMPTS"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("SSFKIT_MAX_ATTEMPTS=%q must be a positive whole number", raw)
+		}
+		c.MaxAttempts = n
 	}
 	if raw := getenv("SSFKIT_QUEUE_MESSAGE_TTL_SECONDS"); raw != "" {
 		// The ssf module bounds how long a start may wait in the queue below T (docs/protocol.md,
@@ -119,7 +129,7 @@ func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, tran
 		return nil, fmt.Errorf("SSF %s: %w", cfg.SSF, err)
 	}
 	rt, err := ssf.New(ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
-		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, Transport: transport(q)})
+		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, MaxAttempts: cfg.MaxAttempts, Transport: transport(q)})
 	if err == nil {
 		err = rt.ClaimTable(ctx)
 	}

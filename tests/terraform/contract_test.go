@@ -32,6 +32,7 @@ var commonVariables = map[string]struct {
 	"gc_bound_seconds":                {"number", 900.0},
 	"relaunch_delay_seconds":          {"number", 120.0},
 	"key_retention_seconds":           {"number", 86400.0},
+	"max_attempts":                    {"number", 10.0},
 	"memory_mb":                       {"number", 256.0},
 	"intent_collector_every_minutes":  {"number", 1.0},
 	"garbage_collector_every_minutes": {"number", 5.0},

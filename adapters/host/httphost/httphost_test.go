@@ -393,3 +393,15 @@ func TestConfigFromEnvQueueMessageTTL(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigFromEnvMaxAttempts(t *testing.T) {
+	base := map[string]string{"SSFKIT_SSF": "teller", "SSFKIT_ENVIRONMENT": "bank", "SSFKIT_STORE": "mem://t", "SSFKIT_QUEUE": "mem://q",
+		"SSFKIT_MAX_ATTEMPTS": "3"}
+	if c, err := host.ConfigFromEnv(env(base)); err != nil || c.MaxAttempts != 3 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	base["SSFKIT_MAX_ATTEMPTS"] = "0"
+	if _, err := host.ConfigFromEnv(env(base)); err == nil || !strings.Contains(err.Error(), "SSFKIT_MAX_ATTEMPTS") {
+		t.Fatalf("SSFKIT_MAX_ATTEMPTS=0: %v", err)
+	}
+}

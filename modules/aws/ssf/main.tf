@@ -24,6 +24,7 @@ locals {
     SSFKIT_GC_BOUND_SECONDS       = tostring(var.gc_bound_seconds)
     SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
     SSFKIT_KEY_RETENTION_SECONDS  = tostring(var.key_retention_seconds)
+    SSFKIT_MAX_ATTEMPTS           = tostring(var.max_attempts)
   }
 
   # Delivery windows (docs/protocol.md, "Delivery windows"): no platform may deliver a start to

@@ -196,3 +196,14 @@ variable "key_retention_seconds" {
     error_message = "key_retention_seconds must be a whole number of seconds exceeding gc_bound_seconds (T): a collected instance's key must be remembered longer than any execution of it can run."
   }
 }
+
+variable "max_attempts" {
+  description = "How many times the intent collector launches an instance that never finishes before it records the instance's failure (with the last error) instead: a deterministic failure is not retried, and paid for, without end."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.max_attempts >= 1 && var.max_attempts <= 1000 && floor(var.max_attempts) == var.max_attempts
+    error_message = "max_attempts must be a whole number from 1 to 1000."
+  }
+}

@@ -92,6 +92,7 @@ locals {
     SSFKIT_GC_BOUND_SECONDS       = tostring(var.gc_bound_seconds)
     SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
     SSFKIT_KEY_RETENTION_SECONDS  = tostring(var.key_retention_seconds)
+    SSFKIT_MAX_ATTEMPTS           = tostring(var.max_attempts)
     SSFKIT_PEERS                  = jsonencode(local.peer_urls)
     SSFKIT_AZURE_SITES            = local.sites
     AZURE_CLIENT_ID               = local.identity.client_id

@@ -191,3 +191,13 @@ run "rejects_key_retention_within_gc_bound" {
 
   expect_failures = [var.key_retention_seconds]
 }
+
+run "rejects_max_attempts_below_one" {
+  command = plan
+
+  variables {
+    max_attempts = 0
+  }
+
+  expect_failures = [var.max_attempts]
+}

@@ -311,6 +311,7 @@ run "plans_the_defaults" {
         SSFKIT_GC_BOUND_SECONDS                                      = "900"
         SSFKIT_RELAUNCH_DELAY_SECONDS                                = "120"
         SSFKIT_KEY_RETENTION_SECONDS                                 = "86400"
+        SSFKIT_MAX_ATTEMPTS                                          = "10"
         SSFKIT_PEERS                                                 = "{}"
         SSFKIT_QUEUE_MESSAGE_TTL_SECONDS                             = "450"
         AzureFunctionsJobHost__extensions__queues__visibilityTimeout = "00:00:30"
@@ -547,4 +548,14 @@ run "rejects_key_retention_within_gc_bound" {
   }
 
   expect_failures = [var.key_retention_seconds]
+}
+
+run "rejects_max_attempts_below_one" {
+  command = plan
+
+  variables {
+    max_attempts = 0
+  }
+
+  expect_failures = [var.max_attempts]
 }

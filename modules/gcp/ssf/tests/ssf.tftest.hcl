@@ -316,6 +316,7 @@ run "plans" {
       SSFKIT_GC_BOUND_SECONDS       = "900"
       SSFKIT_RELAUNCH_DELAY_SECONDS = "120"
       SSFKIT_KEY_RETENTION_SECONDS  = "86400"
+      SSFKIT_MAX_ATTEMPTS           = "10"
       SSFKIT_PEERS                  = jsonencode({ caller = "https://tftest-caller-123456789012.europe-west1.run.app" })
     }
     error_message = "the service's environment is ${jsonencode(google_cloud_run_v2_service.this.template[0].containers[0].env)}"
@@ -628,4 +629,15 @@ run "rejects_key_retention_within_gc_bound" {
   }
 
   expect_failures = [var.key_retention_seconds]
+}
+
+run "rejects_max_attempts_below_one" {
+  command = plan
+
+  variables {
+    environment  = run.environment.context
+    max_attempts = 0
+  }
+
+  expect_failures = [var.max_attempts]
 }
