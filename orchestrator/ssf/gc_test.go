@@ -369,49 +369,74 @@ func TestGCKeepsHeldInstances(t *testing.T) {
 	}
 }
 
+// heldSwitch is the holder of newHeldSSF's instances, which the test opens and closes, and a
+// failure it turns on and off.
+type heldSwitch struct {
+	mu           sync.Mutex
+	open, broken bool
+}
+
+func (s *heldSwitch) set(open, broken bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open, s.broken = open, broken
+}
+func (s *heldSwitch) get() (open, broken bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open, s.broken
+}
+
+// newHeldSSF is an SSF whose instances have a holder (a Temporal activity's workflow, stood in
+// by the switch: open and broken at first) and run handler with the switch's failure.
+func newHeldSSF(t *testing.T, maxAttempts int, handler func(env *ssf.Env, broken bool) (any, error)) (*local.Host, *ssf.Runtime, *testclock.Manual, *heldSwitch) {
+	t.Helper()
+	c := testclock.New(time.Unix(1e9, 0))
+	holder := &heldSwitch{open: true, broken: true}
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	rt, err := h.Add(ssf.Config{
+		Name: "held", Store: newTable(), Lifetime: lifetime, GCBound: bound, RelaunchDelay: time.Second, Clock: c,
+		MaxAttempts: maxAttempts, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Hold: func(context.Context, string) (bool, error) { open, _ := holder.get(); return open, nil },
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			_, broken := holder.get()
+			return handler(env, broken)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, rt, c, holder
+}
+
 // An instance whose holder retries it (a Temporal activity) skips the pending index: the
 // intent collector leaves it to the holder. If the holder closes with the instance unfinished
 // (an activity timed out for good, a terminated workflow), the holder went on without it: the
 // garbage collector records it as abandoned once no execution can run, it never takes effect
 // again (its first execution's write stays the only one), and the next pass collects it.
 func TestGCAbandonsInstancesTheirHolderClosed(t *testing.T) {
-	c := testclock.New(time.Unix(1e9, 0))
-	var mu sync.Mutex
-	open, broken := true, true
-	locked := func(f func()) { mu.Lock(); defer mu.Unlock(); f() }
-	h := local.NewHost()
-	h.Sequential = true
-	t.Cleanup(h.Close)
-	rt, err := h.Add(ssf.Config{
-		Name: "held", Store: newTable(), Lifetime: lifetime, GCBound: bound, RelaunchDelay: time.Second, Clock: c,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Hold:   func(context.Context, string) (held bool, _ error) { locked(func() { held = open }); return held, nil },
-		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
-			v, err := env.Read("t", "k")
-			if err != nil {
+	h, rt, c, holder := newHeldSSF(t, 0, func(env *ssf.Env, broken bool) (any, error) {
+		v, err := env.Read("t", "k")
+		if err != nil {
+			return nil, err
+		}
+		var n int
+		if len(v) > 0 {
+			if err := json.Unmarshal(v, &n); err != nil {
 				return nil, err
 			}
-			var n int
-			if len(v) > 0 {
-				if err := json.Unmarshal(v, &n); err != nil {
-					return nil, err
-				}
-			}
-			if err := env.Write("t", "k", n+1); err != nil {
-				return nil, err
-			}
-			var fail bool
-			locked(func() { fail = broken })
-			if fail {
-				_, err := env.SyncInvoke("nobody", nil) // abandons the execution after its write
-				return nil, err
-			}
-			return n + 1, nil
-		},
+		}
+		if err := env.Write("t", "k", n+1); err != nil {
+			return nil, err
+		}
+		if broken {
+			_, err := env.SyncInvoke("nobody", nil) // abandons the execution after its write
+			return nil, err
+		}
+		return n + 1, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	if _, err := rt.Handle(ctx, ssf.Request{InstanceID: "act-1", Holder: "workflow-1"}); err == nil {
 		t.Fatal("the first execution should have been abandoned")
@@ -428,7 +453,7 @@ func TestGCAbandonsInstancesTheirHolderClosed(t *testing.T) {
 	if r := gc(t, rt); r.Held != 1 || r.Abandoned != 0 || r.IntentsRemoved != 0 {
 		t.Fatalf("with the holder open: %+v, want it held", r)
 	}
-	locked(func() { open, broken = false, false })
+	holder.set(false, false)
 	if r := gc(t, rt); r.Abandoned != 1 || r.IntentsRemoved != 0 {
 		t.Fatalf("with the holder closed and the instance unfinished: %+v, want it abandoned", r)
 	}
@@ -713,40 +738,23 @@ func TestLateAndOrphanStartsAreRefused(t *testing.T) {
 // finishing it releases the lock. Its holder closing hands it to the intent collector, which
 // finishes it once.
 func TestLockHoldersAreFinishedNotAbandoned(t *testing.T) {
-	c := testclock.New(time.Unix(1e9, 0))
-	var mu sync.Mutex
-	open, broken := true, true
-	locked := func(f func()) { mu.Lock(); defer mu.Unlock(); f() }
-	h := local.NewHost()
-	h.Sequential = true
-	t.Cleanup(h.Close)
-	rt, err := h.Add(ssf.Config{
-		Name: "locker", Store: newTable(), Lifetime: lifetime, GCBound: bound, RelaunchDelay: time.Second, Clock: c,
-		MaxAttempts: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Hold: func(context.Context, string) (held bool, _ error) { locked(func() { held = open }); return held, nil },
-		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
-			if err := env.Lock("t", "k"); err != nil {
-				return nil, err
-			}
-			var fail bool
-			locked(func() { fail = broken })
-			if fail {
-				_, err := env.SyncInvoke("nobody", nil)
-				return nil, err
-			}
-			return "done", env.Unlock("t", "k")
-		},
+	h, rt, c, holder := newHeldSSF(t, 1, func(env *ssf.Env, broken bool) (any, error) {
+		if err := env.Lock("t", "k"); err != nil {
+			return nil, err
+		}
+		if broken {
+			_, err := env.SyncInvoke("nobody", nil)
+			return nil, err
+		}
+		return "done", env.Unlock("t", "k")
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	if _, err := rt.Handle(ctx, ssf.Request{InstanceID: "act-1", Holder: "workflow-1"}); err == nil {
 		t.Fatal("the first execution should have been abandoned")
 	}
 	gc(t, rt)
 	c.Advance(bound + time.Second)
-	locked(func() { open = false })
+	holder.set(false, true)
 	if r := gc(t, rt); r.Adopted != 1 || r.Abandoned != 0 {
 		t.Fatalf("holder closed, the instance holds a lock: %+v, want it adopted", r)
 	}
@@ -761,7 +769,7 @@ func TestLockHoldersAreFinishedNotAbandoned(t *testing.T) {
 	if st, err := rt.Intent(ctx, "act-1"); err != nil || st.Done || rt.Stats().GaveUp != 0 {
 		t.Fatalf("an instance holding a lock was given up: %+v %v", st, err)
 	}
-	locked(func() { broken = false })
+	holder.set(false, false)
 	c.Advance(time.Hour)
 	if _, err := rt.CollectIntents(ctx); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ssfkit/ssfkit/internal/temporaltest"
@@ -43,14 +42,7 @@ func TestEmbeddedServerHoldsLogsWhileWorkflowOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := "hold-" + t.Name()
-	w := worker.New(c, queue, worker.Options{})
-	Register(w, h)
-	w.RegisterWorkflow(addThenWait)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	queue := serveWorkflows(t, c, h, addThenWait)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -58,9 +58,16 @@ func serverFixture(t *testing.T, workflows ...any) (*fixture, client.Client, str
 		}
 		f.rts[name] = rt
 	}
-	queue := "runs-" + t.Name()
+	return f, c, serveWorkflows(t, c, f.host, workflows...)
+}
+
+// serveWorkflows starts a worker of the host's SSFs and the workflows on a task queue of the
+// test's own, stopped when the test ends, and returns the queue.
+func serveWorkflows(t *testing.T, c client.Client, h *local.Host, workflows ...any) string {
+	t.Helper()
+	queue := "q-" + t.Name()
 	w := worker.New(c, queue, worker.Options{})
-	Register(w, f.host)
+	Register(w, h)
 	for _, wf := range workflows {
 		w.RegisterWorkflow(wf)
 	}
@@ -68,7 +75,7 @@ func serverFixture(t *testing.T, workflows ...any) (*fixture, client.Client, str
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return f, c, queue
+	return queue
 }
 
 // firstTaskCompleted is the event a reset "to the first workflow task" names.
@@ -234,14 +241,7 @@ func TestStepTheWorkflowGaveUpOnIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := "fence-" + t.Name()
-	w := worker.New(c, queue, worker.Options{})
-	Register(w, h)
-	w.RegisterWorkflow(timedOutStep)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	queue := serveWorkflows(t, c, h, timedOutStep)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id := "fence-" + t.Name()
