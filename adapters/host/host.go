@@ -25,6 +25,9 @@ type Config struct {
 	Environment   string // SSFKIT_ENVIRONMENT: the environment's name
 	Store         string // SSFKIT_STORE
 	Queue         string // SSFKIT_QUEUE
+	// DeadLetterQueue (SSFKIT_DEAD_LETTER_QUEUE, optional) receives a queue.DeadLetter record
+	// for every instance the collectors record as failed (given up or abandoned).
+	DeadLetterQueue string
 	Lifetime      time.Duration
 	GCBound       time.Duration
 	RelaunchDelay time.Duration
@@ -44,7 +47,7 @@ type Config struct {
 // name the setting, for the function's init failure report.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{SSF: getenv("SSFKIT_SSF"), Environment: getenv("SSFKIT_ENVIRONMENT"),
-		Store: getenv("SSFKIT_STORE"), Queue: getenv("SSFKIT_QUEUE")}
+		Store: getenv("SSFKIT_STORE"), Queue: getenv("SSFKIT_QUEUE"), DeadLetterQueue: getenv("SSFKIT_DEAD_LETTER_QUEUE")}
 	for _, s := range []struct{ name, value string }{{"SSFKIT_SSF", c.SSF}, {"SSFKIT_ENVIRONMENT", c.Environment}, {"SSFKIT_STORE", c.Store}, {"SSFKIT_QUEUE", c.Queue}} {
 		if s.value == "" {
 			return c, fmt.Errorf("%s is not set (the ssf module sets it)", s.name)
@@ -106,9 +109,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 // Function is an SSF opened from its configuration: its runtime and its own queue.
 type Function struct {
-	Config  Config
-	Runtime *ssf.Runtime
-	Queue   *queue.Queue
+	Config     Config
+	Runtime    *ssf.Runtime
+	Queue      *queue.Queue
+	DeadLetter *queue.Queue // nil without Config.DeadLetterQueue
 }
 
 // Open opens the SSF's store and queue and builds its runtime. handlers are the application's
@@ -128,17 +132,27 @@ func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, tran
 		tbl.Close()
 		return nil, fmt.Errorf("SSF %s: %w", cfg.SSF, err)
 	}
-	rt, err := ssf.New(ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
-		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, MaxAttempts: cfg.MaxAttempts, Transport: transport(q)})
+	f := &Function{Config: cfg, Queue: q}
+	rcfg := ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
+		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, MaxAttempts: cfg.MaxAttempts, Transport: transport(q)}
+	if cfg.DeadLetterQueue != "" {
+		if f.DeadLetter, err = queue.Open(ctx, cfg.DeadLetterQueue); err != nil {
+			q.Close()
+			tbl.Close()
+			return nil, fmt.Errorf("SSF %s: dead-letter queue: %w", cfg.SSF, err)
+		}
+		rcfg.OnFailure = f.deadLetter
+	}
+	f.Runtime, err = ssf.New(rcfg)
 	if err == nil {
-		err = rt.ClaimTable(ctx)
+		err = f.Runtime.ClaimTable(ctx)
 	}
 	if err != nil {
-		q.Close()
+		f.closeQueues()
 		tbl.Close()
 		return nil, err
 	}
-	return &Function{Config: cfg, Runtime: rt, Queue: q}, nil
+	return f, nil
 }
 
 // GarbageReport is what a pass of an SSF's garbage collector did: the runtime's collection and
@@ -159,8 +173,23 @@ func (f *Function) CollectGarbage(ctx context.Context) (GarbageReport, error) {
 	return GarbageReport{GCReport: gc, Logs: logs}, err
 }
 
-// Close releases the store and the queue.
+// deadLetter sends the record of an instance the collectors recorded as failed.
+func (f *Function) deadLetter(ctx context.Context, failed ssf.Failure) error {
+	rec := queue.DeadLetter{Source: "ssf://" + failed.SSF, MessageID: failed.InstanceID, Attempts: failed.Launches,
+		Error: failed.Error, Time: failed.Time}
+	_, err := f.DeadLetter.Send(ctx, rec.Encode())
+	return err
+}
+
+// Close releases the store and the queues.
 func (f *Function) Close() {
-	f.Queue.Close()
+	f.closeQueues()
 	f.Runtime.Config().Store.Close()
+}
+
+func (f *Function) closeQueues() {
+	f.Queue.Close()
+	if f.DeadLetter != nil {
+		f.DeadLetter.Close()
+	}
 }

@@ -124,13 +124,26 @@ func (rt *Runtime) giveUp(ctx context.Context, id string, a store.Attrs, attempt
 	if reason == "" {
 		reason = "none recorded (crashes or timeouts)"
 	}
-	done, err := rt.recordFailure(ctx, id, a, now, fmt.Sprintf("%v: SSF %s, instance %s: %d launches by the intent collector did not finish it; last error: %s",
-		ErrGaveUp, rt.cfg.Name, id, attempts, reason))
+	msg := fmt.Sprintf("%v: SSF %s, instance %s: %d launches by the intent collector did not finish it; last error: %s",
+		ErrGaveUp, rt.cfg.Name, id, attempts, reason)
+	done, err := rt.recordFailure(ctx, id, a, now, msg)
 	if done {
 		rt.stats.gaveUp.Add(1)
 		rt.log.Error("instance given up: it never finished", "instance", id, "launches", attempts, "last_error", reason)
+		rt.reportFailure(ctx, Failure{SSF: rt.cfg.Name, InstanceID: id, Error: msg, Launches: int(attempts)})
 	}
 	return done, err
+}
+
+// reportFailure tells Config.OnFailure of a recorded failure.
+func (rt *Runtime) reportFailure(ctx context.Context, f Failure) {
+	if rt.cfg.OnFailure == nil {
+		return
+	}
+	f.Time = rt.clock.Now().UTC()
+	if err := rt.cfg.OnFailure(ctx, f); err != nil {
+		rt.log.Warn("reporting a failed instance (dead letter) failed; its result records the failure", "instance", f.InstanceID, "err", err)
+	}
 }
 
 // recordFailure makes msg the failed result of an unfinished instance, once no execution of it
@@ -530,12 +543,13 @@ func (rt *Runtime) judge(ctx context.Context, id string, entry store.Attrs, now 
 	// workflow terminated or reset): the workflow went on without its result (a saga may have
 	// compensated), so it must never take effect later. It is recorded as failed once no
 	// execution of it can still run, and collected on a later pass.
-	abandoned, err := rt.recordFailure(ctx, id, a, now, fmt.Sprintf("%v: SSF %s, instance %s: its holder %s closed without its result",
-		ErrAbandoned, rt.cfg.Name, id, holder))
+	msg := fmt.Sprintf("%v: SSF %s, instance %s: its holder %s closed without its result", ErrAbandoned, rt.cfg.Name, id, holder)
+	abandoned, err := rt.recordFailure(ctx, id, a, now, msg)
 	if err != nil || !abandoned {
 		return entryHeld, err
 	}
 	rt.log.Warn("instance abandoned: its holder closed without its result", "instance", id, "holder", holder)
+	rt.reportFailure(ctx, Failure{SSF: rt.cfg.Name, InstanceID: id, Error: msg})
 	return entryAbandoned, nil
 }
 

@@ -638,6 +638,8 @@ func TestPoisonInstanceIsGivenUp(t *testing.T) {
 	base := ssf.Config{Lifetime: time.Minute, GCBound: 2 * time.Minute, RelaunchDelay: time.Second, Clock: c}
 	callee := base
 	callee.Name, callee.Store, callee.MaxAttempts = "poison", newTable(), 3
+	var failures []ssf.Failure
+	callee.OnFailure = func(_ context.Context, f ssf.Failure) error { failures = append(failures, f); return nil }
 	callee.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
 		_, err := env.SyncInvoke("nobody", nil)
 		return nil, err
@@ -679,6 +681,9 @@ func TestPoisonInstanceIsGivenUp(t *testing.T) {
 	st, err := rt.Intent(ctx, "p-1")
 	if err != nil || !st.Done || !strings.Contains(st.Result.Error, ssf.ErrGaveUp.Error()) || !strings.Contains(st.Result.Error, `no SSF named "nobody"`) {
 		t.Fatalf("after the attempts: %+v %v; want a given-up result naming the last error", st, err)
+	}
+	if len(failures) != 1 || failures[0].InstanceID != "p-1" || failures[0].Launches != 3 || failures[0].Error != st.Result.Error {
+		t.Fatalf("failures reported: %+v, want the one given up", failures)
 	}
 	if s := rt.Stats(); s.Relaunched != 3 || s.GaveUp != 1 || s.Executions != 5 {
 		t.Fatalf("stats %+v: want 3 relaunches, 1 give-up, 5 executions", s)

@@ -57,6 +57,11 @@ type Config struct {
 	// its caller. The delay between launches doubles from RelaunchDelay up to 32 times it.
 	// Default 10; negative: never give up.
 	MaxAttempts int
+	// OnFailure, if set, is told of every instance a collector recorded as failed (given up
+	// after MaxAttempts launches, or abandoned by its holder), after the record: the hosts
+	// send it to the SSF's dead-letter queue. Best effort: the instance's result is the
+	// durable record, and an error is only logged.
+	OnFailure func(ctx context.Context, f Failure) error
 	// Hold reports whether an instance's holder (Request.Holder) may still send its request
 	// again; the garbage collector keeps finished instances whose holder may, and asks again on
 	// its next pass. An error counts as "may". Nil: holders are ignored.

@@ -167,6 +167,17 @@ var (
 	ErrCrashed = errors.New("ssf: crash injected")
 )
 
+// Failure is an instance a collector recorded as failed (Config.OnFailure).
+type Failure struct {
+	SSF        string
+	InstanceID string
+	// Error is the failed result's message: ErrGaveUp's or ErrAbandoned's, with the last error.
+	Error string
+	// Launches is how many times the intent collector launched it (0 for an abandoned one).
+	Launches int
+	Time     time.Time
+}
+
 // ExecutionError reports that an execution was abandoned before its intent was marked done; the
 // intent collector re-runs the instance. It wraps the infrastructure failure that caused it.
 type ExecutionError struct {

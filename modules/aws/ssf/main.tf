@@ -25,6 +25,7 @@ locals {
     SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
     SSFKIT_KEY_RETENTION_SECONDS  = tostring(var.key_retention_seconds)
     SSFKIT_MAX_ATTEMPTS           = tostring(var.max_attempts)
+    SSFKIT_DEAD_LETTER_QUEUE      = "sqs://${aws_sqs_queue.dead_letter.name}?region=${local.region}"
   }
 
   # Delivery windows (docs/protocol.md, "Delivery windows"): no platform may deliver a start to
@@ -180,6 +181,13 @@ data "aws_iam_policy_document" "this" {
       "sqs:GetQueueUrl",
     ]
     resources = [aws_sqs_queue.this.arn]
+  }
+
+  # The runtime records instances it gave up on in its dead-letter queue.
+  statement {
+    sid       = "OwnDeadLetterQueue"
+    actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"]
+    resources = [aws_sqs_queue.dead_letter.arn]
   }
 
   statement {

@@ -52,6 +52,7 @@ locals {
     SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
     SSFKIT_KEY_RETENTION_SECONDS  = tostring(var.key_retention_seconds)
     SSFKIT_MAX_ATTEMPTS           = tostring(var.max_attempts)
+    SSFKIT_DEAD_LETTER_QUEUE      = "pubsub://${local.project}/${google_pubsub_topic.dead_letter.name}" # send only
     SSFKIT_PEERS                  = jsonencode({ for p in var.peers : p => local.env.services[p].url })
   }
 
@@ -361,6 +362,14 @@ resource "google_bigtable_table_iam_member" "state" {
 resource "google_pubsub_topic_iam_member" "publisher" {
   project = local.project
   topic   = google_pubsub_topic.this.name
+  role    = "roles/pubsub.publisher"
+  member  = local.identity.member
+}
+
+# Its dead-letter topic: the runtime records instances it gave up on there.
+resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
+  project = local.project
+  topic   = google_pubsub_topic.dead_letter.name
   role    = "roles/pubsub.publisher"
   member  = local.identity.member
 }
