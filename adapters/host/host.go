@@ -21,16 +21,16 @@ import (
 
 // Config is one SSF's configuration, from its function's environment (ConfigFromEnv).
 type Config struct {
-	SSF           string // SSFKIT_SSF
-	Environment   string // SSFKIT_ENVIRONMENT: the environment's name
-	Store         string // SSFKIT_STORE
-	Queue         string // SSFKIT_QUEUE
+	SSF         string // SSFKIT_SSF
+	Environment string // SSFKIT_ENVIRONMENT: the environment's name
+	Store       string // SSFKIT_STORE
+	Queue       string // SSFKIT_QUEUE
 	// DeadLetterQueue (SSFKIT_DEAD_LETTER_QUEUE, optional) receives a queue.DeadLetter record
 	// for every instance the collectors record as failed (given up or abandoned).
 	DeadLetterQueue string
-	Lifetime      time.Duration
-	GCBound       time.Duration
-	RelaunchDelay time.Duration
+	Lifetime        time.Duration
+	GCBound         time.Duration
+	RelaunchDelay   time.Duration
 	// KeyRetention and ExpiredKeyRetention: how long a collected instance's answer is kept,
 	// and then how long its expired id is still refused (ssf.Config).
 	KeyRetention        time.Duration
