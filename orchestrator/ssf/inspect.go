@@ -33,12 +33,26 @@ type IntentStatus struct {
 	// Expired: the collected instance's result was dropped after KeyRetention; its id is still
 	// refused (ErrKeyExpired) until ExpiredKeyRetention passed. Collected is set too.
 	Expired bool
+	// For an unfinished instance: how often the intent collector launched it, and why its
+	// latest execution was abandoned, if it recorded why.
+	Launches  int
+	LastError string
 }
 
 // Intent returns the status of an instance. An instance whose intent was garbage-collected
 // reads as unknown, with Collected set while its tombstone is kept.
 func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus, error) {
-	a, found, err := rt.cfg.Store.Get(ctx, intentKey(instanceID))
+	return intentStatus(ctx, rt.cfg.Store, rt.cfg.IndexShards, instanceID)
+}
+
+// Inspect returns the status of an instance of the SSF whose table tbl is, outside any
+// runtime (the ssfkit instance command); the table must use the default index shards.
+func Inspect(ctx context.Context, tbl *store.Table, instanceID string) (IntentStatus, error) {
+	return intentStatus(ctx, tbl, DefaultIndexShards, instanceID)
+}
+
+func intentStatus(ctx context.Context, tbl *store.Table, shards int, instanceID string) (IntentStatus, error) {
+	a, found, err := tbl.Get(ctx, intentKey(instanceID))
 	if err != nil || !found || a[attrVoid] != nil {
 		return IntentStatus{}, err
 	}
@@ -49,7 +63,19 @@ func (rt *Runtime) Intent(ctx context.Context, instanceID string) (IntentStatus,
 	if in.collected != 0 {
 		return IntentStatus{Done: true, Result: in.result, Collected: true, Expired: in.expired != 0}, nil
 	}
-	return IntentStatus{Exists: true, Done: in.done, Result: in.result}, nil
+	st := IntentStatus{Exists: true, Done: in.done, Result: in.result}
+	if !in.done {
+		st.LastError, _ = a[attrLastError].(string)
+		entry, found, err := tbl.Get(ctx, pendingKey(shards, instanceID))
+		if err != nil {
+			return st, err
+		}
+		if found {
+			n, _ := entry[attrAttempts].(int64)
+			st.Launches = int(n)
+		}
+	}
+	return st, nil
 }
 
 // Items returns the current value of every item this SSF has written, keyed "table/key". It
