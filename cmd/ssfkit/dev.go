@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"golang.org/x/net/netutil"
 
 	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/orchestrator/local"
@@ -32,6 +34,9 @@ hotels, flights and users loaded at start). Stop it with Ctrl-C.`
 // and logs are reclaimed within minutes, long enough for any request to the example. The
 // intent collector waits a lifetime before relaunching, so it never duplicates a live
 // execution (a config with a shorter relaunch delay is refused).
+// devMaxConnections bounds the dev server's open connections.
+const devMaxConnections = 256
+
 const (
 	devLifetime      = 30 * time.Second
 	devGCBound       = time.Minute
@@ -107,9 +112,19 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
+	// A dev server may be left running: slow or idle clients cannot hold connections for
+	// ever, nor open without bound.
+	ln = netutil.LimitListener(ln, devMaxConnections)
+	longest := time.Duration(0)
+	for _, rt := range app.runtimes {
+		longest = max(longest, rt.Config().Lifetime)
+	}
 	srv := &http.Server{
 		Handler:           logRequests(stdout, local.HTTPHandler(app.host)),
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      longest + 30*time.Second, // a request may run its instance for a lifetime
+		IdleTimeout:       time.Minute,
 	}
 
 	colCtx, stopCollectors := context.WithCancel(ctx)
@@ -137,10 +152,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stdout, "shutting down: finishing requests in flight")
-	longest := time.Duration(0)
-	for _, rt := range app.runtimes {
-		longest = max(longest, rt.Config().Lifetime)
-	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), longest)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
@@ -317,10 +328,22 @@ func logRequests(w io.Writer, next http.Handler) http.Handler {
 		defer mu.Unlock()
 		key := ""
 		if k := r.Header.Get("Idempotency-Key"); k != "" {
-			key = " key=" + k
+			key = " key=" + logSafe(k)
 		}
-		fmt.Fprintf(w, "%s %s %s %d %v%s\n", start.Format("15:04:05"), r.Method, r.URL.Path, sw.status, time.Since(start).Round(10*time.Microsecond), key)
+		fmt.Fprintf(w, "%s %s %s %d %v%s\n", start.Format("15:04:05"), logSafe(r.Method), logSafe(r.URL.Path), sw.status, time.Since(start).Round(10*time.Microsecond), key)
 	})
+}
+
+// logSafe is s as one log word: quoted (Go syntax, so no newline, control character or
+// terminal escape reaches the terminal) when it has anything but printable ASCII other than
+// spaces and quotes, as is otherwise.
+func logSafe(s string) string {
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || c == '"' {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
 }
 
 type statusWriter struct {

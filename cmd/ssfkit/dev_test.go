@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -250,5 +251,34 @@ func TestDevHonoursTheConfig(t *testing.T) {
 	err := runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--config", config}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "SSFs accounts and teller are on one table") {
 		t.Fatalf("a config with two SSFs on one table: %v", err)
+	}
+}
+
+// The dev server's request log is one line per request, whatever the path and key carry
+// (newlines, terminal escapes, C1 controls): they are quoted. (The server itself refuses ASCII
+// controls in a header.)
+func TestDevLogCannotBeForged(t *testing.T) {
+	base, out, stop := startDev(t, "--store", "sqlite://"+t.TempDir()+"/dev.db")
+	// Raw, since Go's client refuses control characters in a header: an attacker's would not.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /v1/ssf/teller%%0A12:00:00%%20GET%%20/forged%%20200/instances/x%%1b[31m HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\xc2\x9b2J\r\nConnection: close\r\n\r\n")
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	stop()
+	if !strings.Contains(out.String(), "/forged") {
+		t.Fatalf("the request was not logged:\n%s", out.String())
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "/forged") && !strings.Contains(line, `"/v1/ssf/teller\n12:00:00 GET /forged 200/instances/x\x1b[31m"`) {
+			t.Errorf("a forged log line: %q", line)
+		}
+		if strings.ContainsAny(line, "\x1b\u009b") {
+			t.Errorf("a terminal escape reached the log: %q", line)
+		}
 	}
 }

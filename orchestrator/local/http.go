@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -108,6 +109,10 @@ func invokeHTTP(h *Host, w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("Idempotency-Key")
 	if id == "" {
 		id = uuid.NewString()
+	}
+	if !utf8.ValidString(id) {
+		writeError(w, http.StatusBadRequest, "the Idempotency-Key is not valid UTF-8")
+		return
 	}
 	res, err := rt.Handle(r.Context(), ssf.Request{Kind: ssf.KindInvoke, InstanceID: id, Input: body})
 	switch {

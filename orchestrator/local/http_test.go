@@ -253,3 +253,11 @@ func TestHTTPCollectedKeyAnswersItsResult(t *testing.T) {
 	expect(t, "expired key, another body", do(t, "POST", u, "k1", `{"by": 5}`), 409, nil)
 	expect(t, "state unchanged after expiry", do(t, "POST", u, "k3", `{"by": 0}`), 200, map[string]any{"output": 2.0})
 }
+
+func TestHTTPRefusesAKeyThatIsNotUTF8(t *testing.T) {
+	srv, rt, _, _ := newServer(t)
+	expect(t, "key not UTF-8", do(t, "POST", srv.URL+"/v1/ssf/counter", "k\xff", `{"by": 1}`), 400, nil)
+	if got := rt.Stats().Executions; got != 0 {
+		t.Fatalf("%d executions, want none", got)
+	}
+}
