@@ -18,8 +18,8 @@ deny contains msg if {
 deny contains msg if {
 	some r in lib.resources_of("aws_sqs_queue")
 	not r.values.sqs_managed_sse_enabled == true
-	not r.values.kms_master_key_id
-	not r.unknown.kms_master_key_id
+	not lib.set(r, ["kms_master_key_id"])
+	not lib.unknown(r, ["kms_master_key_id"])
 	msg := sprintf("%s: the queue must be encrypted (sqs_managed_sse_enabled or kms_master_key_id)", [r.address])
 }
 

@@ -38,3 +38,19 @@ test_storage_account_https_tls12_passes if count(encryption.deny) == 0 with inpu
 test_storage_account_plain_http_denied if count(encryption.deny) == 1 with input as storage_account(false, "TLS1_2")
 
 test_storage_account_old_tls_denied if count(encryption.deny) == 1 with input as storage_account(true, "TLS1_0")
+
+# A real plan carries an unset key as null: that is no key.
+test_queue_with_null_key_denied if count(encryption.deny) == 1 with input as queue({"sqs_managed_sse_enabled": false, "kms_master_key_id": null})
+
+test_queue_with_empty_key_denied if count(encryption.deny) == 1 with input as queue({"sqs_managed_sse_enabled": null, "kms_master_key_id": ""})
+
+# A replacement creates what will run: it is checked like a creation.
+test_replaced_queue_unencrypted_denied if {
+	change := object.union(plans.create("aws_sqs_queue.this", "aws_sqs_queue", {"sqs_managed_sse_enabled": false}), {"change": {"actions": ["delete", "create"], "after": {"sqs_managed_sse_enabled": false}, "after_unknown": {}}})
+	count(encryption.deny) == 1 with input as plans.plan([change])
+}
+
+test_deleted_queue_not_checked if {
+	change := {"address": "aws_sqs_queue.old", "type": "aws_sqs_queue", "change": {"actions": ["delete"], "after": null, "after_unknown": {}}}
+	count(encryption.deny) == 0 with input as plans.plan([change])
+}

@@ -1,12 +1,13 @@
 # Helpers shared by the ssfkit policies, over `terraform show -json` of a plan.
 package ssfkit.lib
 
-# Resources the plan creates, updates or keeps (not those it deletes), with their planned values
-# and the module instance that declares them ("" for the root module): one ssf module instance
-# is one SSF.
+# Resources the plan creates, updates, replaces or keeps (not those it only deletes), with their
+# planned values and the module instance that declares them ("" for the root module): one ssf
+# module instance is one SSF. A replacement (delete and create, in either order) is checked
+# like a creation: what it creates is what will run.
 resources contains r if {
 	some rc in input.resource_changes
-	not "delete" in rc.change.actions
+	rc.change.actions != ["delete"]
 	r := {
 		"address": rc.address, "type": rc.type, "module": object.get(rc, "module_address", ""),
 		"values": object.get(rc.change, "after", {}), "unknown": object.get(rc.change, "after_unknown", {}),
@@ -22,6 +23,10 @@ unknown(r, path) if object.get(r.unknown, path, false) == true
 # value(r, path): r's planned attribute at path, null when it is unset (or known only after
 # apply: check unknown first).
 value(r, path) := object.get(r.values, path, null)
+
+# set(r, path): r's planned attribute at path has a value: neither absent, nor null (a plan
+# carries unset optional attributes as null), nor empty.
+set(r, path) if not value(r, path) in {null, "", [], {}}
 
 # referenced(r, path): the resources of the plan that the expression of r's attribute at path
 # refers to in the configuration, within r's module instance. It links resources whose IDs the
