@@ -44,9 +44,10 @@ owned("dynamodb", resource, owner) if {
 	endswith(resource, concat("", [":table/", owner, suffix]))
 }
 
+# the queue, or its dead-letter queue (the runtime records instances it gave up on there)
 owned("sqs", resource, owner) if {
 	parts := split(resource, ":")
-	parts[count(parts) - 1] == owner
+	parts[count(parts) - 1] in {owner, concat("", [owner, "-dlq"])}
 }
 
 # Azure: data roles on storage (Storage Table/Queue/Blob Data ...) scoped to one storage account

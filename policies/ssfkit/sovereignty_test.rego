@@ -16,6 +16,16 @@ test_other_ssfs_table_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", other)])
 }
 
+test_own_dead_letter_queue_passes if {
+	dlq := array.concat(own, [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "arn:aws:sqs:us-east-1:1:bank-accounts-dlq"}])
+	count(sovereignty.deny) == 0 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", dlq)])
+}
+
+test_other_ssfs_dead_letter_queue_denied if {
+	dlq := array.concat(own, [{"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": "arn:aws:sqs:us-east-1:1:bank-teller-dlq"}])
+	count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", dlq)])
+}
+
 test_every_queue_denied if {
 	every_queue := array.concat(own, [{"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": "*"}])
 	count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", every_queue)])
