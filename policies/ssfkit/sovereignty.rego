@@ -12,17 +12,89 @@ ssf_policies contains p if {
 	p := {"address": r.address, "owner": trim_suffix(r.values.role, "-ssf"), "values": r.values, "unknown": r.unknown}
 }
 
+# AWS: an SSF's role holds the ssf module's inline policy and nothing else, and every Allow
+# statement in it is on this allow-list (actions compared case-insensitively, as IAM does): its
+# own table and queue, its dead-letter queue, its log groups, its peers' functions and the
+# environment's key. Anything the list does not name (a wildcard, another service, NotAction,
+# NotResource) is denied: what cannot be proved harmless is refused.
+allowed_actions := {
+	"dynamodb": {
+		"dynamodb:getitem", "dynamodb:putitem", "dynamodb:updateitem", "dynamodb:deleteitem",
+		"dynamodb:conditioncheckitem", "dynamodb:query", "dynamodb:describetable",
+	},
+	"sqs": {
+		"sqs:sendmessage", "sqs:receivemessage", "sqs:deletemessage", "sqs:changemessagevisibility",
+		"sqs:getqueueattributes", "sqs:getqueueurl",
+	},
+	"logs": {"logs:createlogstream", "logs:putlogevents"},
+	"lambda": {"lambda:invokefunction"},
+	"kms": {"kms:decrypt", "kms:generatedatakey"},
+}
+
+service_of(action) := split(lower(action), ":")[0]
+
+allowed_action(action) if lower(action) in allowed_actions[service_of(action)]
+
 deny contains msg if {
 	some p in ssf_policies
 	some s in statements(p.values.policy)
 	s.Effect == "Allow"
-	some action in as_list(s.Action)
-	some service in {"dynamodb", "sqs"}
-	startswith(action, concat("", [service, ":"]))
-	some resource in as_list(s.Resource)
-	not owned(service, resource, p.owner)
+	some key in {"NotAction", "NotResource", "NotPrincipal"}
+	object.get(s, key, null) != null
+	msg := sprintf("%s: a statement of SSF %s's policy allows with %s, which grants everything it does not name; list what the SSF may do", [p.address, p.owner, key])
+}
+
+deny contains msg if {
+	some p in ssf_policies
+	some s in statements(p.values.policy)
+	s.Effect == "Allow"
+	some action in as_list(object.get(s, "Action", []))
+	not allowed_action(action)
+	msg := sprintf("%s: the identity of SSF %s may not hold %s: not on the allow-list of an SSF's actions (its table, queues, logs, peers, key)", [p.address, p.owner, action])
+}
+
+deny contains msg if {
+	some p in ssf_policies
+	some s in statements(p.values.policy)
+	s.Effect == "Allow"
+	some action in as_list(object.get(s, "Action", []))
+	allowed_action(action)
+	some resource in as_list(object.get(s, "Resource", []))
+	not owned(service_of(action), resource, p.owner)
 	msg := sprintf("%s: the identity of SSF %s may %s on %s, which is not its own", [p.address, p.owner, action, resource])
 }
+
+# An SSF's role holds no other policy: managed (or customer-managed) policies attached to it,
+# inline policies declared on the role itself.
+deny contains msg if {
+	some r in lib.resources_of("aws_iam_role_policy_attachment")
+	ssf_role_name(r.values.role)
+	msg := sprintf("%s: a managed policy (%v) attached to SSF role %s; an SSF's role holds only its ssf module's own policy", [r.address, r.values.policy_arn, r.values.role])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("aws_iam_policy_attachment")
+	some role in object.get(r.values, "roles", [])
+	ssf_role_name(role)
+	msg := sprintf("%s: a policy attached to SSF role %s; an SSF's role holds only its ssf module's own policy", [r.address, role])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("aws_iam_role")
+	ssf_role_name(r.values.name)
+	count(object.get(r.values, "managed_policy_arns", [])) > 0
+	msg := sprintf("%s: SSF role %s declares managed_policy_arns; an SSF's role holds only its ssf module's own policy", [r.address, r.values.name])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("aws_iam_role")
+	ssf_role_name(r.values.name)
+	some p in object.get(r.values, "inline_policy", [])
+	not object.get(p, "policy", null) in {null, ""}
+	msg := sprintf("%s: SSF role %s declares an inline_policy; an SSF's role holds only its ssf module's own policy", [r.address, r.values.name])
+}
+
+ssf_role_name(name) if endswith(name, "-ssf")
 
 # A policy computed from resources the plan creates (and the role it is attached to) is unknown
 # until they exist: plan again after the apply (as tests/terraform does) to check it.
@@ -49,6 +121,19 @@ owned("sqs", resource, owner) if {
 	parts := split(resource, ":")
 	parts[count(parts) - 1] in {owner, concat("", [owner, "-dlq"])}
 }
+
+# its functions' log groups (/aws/lambda/<owner>, -intent-collector, -garbage-collector)
+owned("logs", resource, owner) if {
+	m := regex.find_all_string_submatch_n(`^arn:aws[a-z-]*:logs:[a-z0-9-]+:[0-9]+:log-group:/aws/lambda/([A-Za-z0-9_-]+):\*$`, resource, 1)
+	count(m) == 1
+	m[0][1] in {owner, concat("", [owner, "-intent-collector"]), concat("", [owner, "-garbage-collector"])}
+}
+
+# a named function (its peers'), never a pattern
+owned("lambda", resource, _) if regex.match(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]+:function:[A-Za-z0-9_-]+$`, resource)
+
+# a named key (the environment's), never a pattern
+owned("kms", resource, _) if regex.match(`^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]+:key/[A-Za-z0-9-]+$`, resource)
 
 # Azure: data roles on storage (Storage Table/Queue/Blob Data ...) scoped to one storage account
 # or below it, and that account created by the same SSF's module.

@@ -26,6 +26,45 @@ test_other_ssfs_dead_letter_queue_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", dlq)])
 }
 
+# IAM is read as IAM reads it: actions are case-insensitive, and anything not on the allow-list
+# of an SSF's actions and resources is denied, however it is spelled.
+test_every_bypass_denied if {
+	bypasses := [
+		{"Effect": "Allow", "Action": "*", "Resource": "*"},
+		{"Effect": "Allow", "Action": "DynamoDB:*", "Resource": "arn:aws:dynamodb:us-east-1:1:table/bank-accounts"},
+		{"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"},
+		{"Effect": "Allow", "Action": "dynamodb:GetItem", "NotResource": "arn:aws:dynamodb:us-east-1:1:table/bank-accounts"},
+		{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*"},
+		{"Effect": "Allow", "Action": "SQS:SendMessage", "Resource": "arn:aws:sqs:us-east-1:1:bank-teller"},
+	]
+	every bad in bypasses {
+		count(sovereignty.deny) > 0 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", array.concat(own, [bad]))])
+	}
+}
+
+test_own_logs_and_key_pass if {
+	more := array.concat(own, [
+		{"Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents"], "Resource": [
+			"arn:aws:logs:us-east-1:1:log-group:/aws/lambda/bank-accounts:*",
+			"arn:aws:logs:us-east-1:1:log-group:/aws/lambda/bank-accounts-intent-collector:*",
+		]},
+		{"Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": "arn:aws:kms:us-east-1:1:key/1234abcd-12ab-34cd-56ef-1234567890ab"},
+	])
+	count(sovereignty.deny) == 0 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", more)])
+}
+
+# Policies reach an SSF's role other ways than its inline policy: all denied.
+test_other_policies_on_the_role_denied if {
+	every change in [
+		plans.create("aws_iam_role_policy_attachment.admin", "aws_iam_role_policy_attachment", {"role": "bank-accounts-ssf", "policy_arn": "arn:aws:iam::aws:policy/AdministratorAccess"}),
+		plans.create("aws_iam_policy_attachment.full", "aws_iam_policy_attachment", {"roles": ["bank-accounts-ssf"], "policy_arn": "arn:aws:iam::1:policy/full"}),
+		plans.create("aws_iam_role.this", "aws_iam_role", {"name": "bank-accounts-ssf", "managed_policy_arns": ["arn:aws:iam::aws:policy/AmazonDynamoDBFullAccess"]}),
+		plans.create("aws_iam_role.this", "aws_iam_role", {"name": "bank-accounts-ssf", "inline_policy": [{"name": "x", "policy": "{}"}]}),
+	] {
+		count(sovereignty.deny) == 1 with input as plans.plan([change])
+	}
+}
+
 test_every_queue_denied if {
 	every_queue := array.concat(own, [{"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": "*"}])
 	count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", every_queue)])
