@@ -16,27 +16,72 @@ deny contains msg if {
 	msg := sprintf("%s: a permission for principal * lets anyone invoke the function", [r.address])
 }
 
-deny contains msg if {
+# Resource policies on queues (the queue policy resource, or the queue's own policy attribute):
+# an Allow for anyone, for a principal with a wildcard, or for everyone but someone (NotPrincipal).
+queue_policies contains {"address": r.address, "policy": r.values.policy} if {
 	some r in lib.resources_of("aws_sqs_queue_policy")
-	some s in json.unmarshal(r.values.policy).Statement
+	is_string(r.values.policy)
+}
+
+queue_policies contains {"address": r.address, "policy": r.values.policy} if {
+	some r in lib.resources_of("aws_sqs_queue")
+	is_string(r.values.policy)
+	r.values.policy != ""
+}
+
+deny contains msg if {
+	some q in queue_policies
+	some s in as_list(json.unmarshal(q.policy).Statement)
 	s.Effect == "Allow"
-	anyone(s.Principal)
-	msg := sprintf("%s: the queue policy allows anyone", [r.address])
+	anyone_in(s)
+	msg := sprintf("%s: the queue policy allows anyone", [q.address])
 }
 
-deny contains msg if {
-	some t in {"google_cloud_run_v2_service_iam_member", "google_cloud_run_service_iam_member", "google_cloudfunctions2_function_iam_member"}
-	some r in lib.resources_of(t)
-	r.values.member in {"allUsers", "allAuthenticatedUsers"}
-	msg := sprintf("%s: %s may invoke the function", [r.address, r.values.member])
+anyone_in(s) if anyone(object.get(s, "Principal", null))
+
+anyone_in(s) if object.get(s, "NotPrincipal", null) != null
+
+# Any principal value with a wildcard: "*", {"AWS": "*"}, {"AWS": ["*"]}, arn:aws:iam::*:root.
+anyone(p) if {
+	is_string(p)
+	contains(p, "*")
 }
 
+anyone(p) if {
+	is_object(p)
+	some v in p
+	some x in as_list(v)
+	contains(x, "*")
+}
+
+as_list(x) := x if is_array(x)
+
+as_list(x) := [x] if not is_array(x)
+
+# GCP: any IAM member or binding resource, of any service, for everyone.
 deny contains msg if {
-	some t in {"google_cloud_run_v2_service_iam_binding", "google_pubsub_topic_iam_binding", "google_pubsub_topic_iam_member", "google_pubsub_subscription_iam_member"}
-	some r in lib.resources_of(t)
+	some r in lib.resources
+	regex.match(`^google_.+_iam_(member|binding)$`, r.type)
 	some m in members(r.values)
 	m in {"allUsers", "allAuthenticatedUsers"}
-	msg := sprintf("%s: %s is granted %s", [r.address, m, r.values.role])
+	msg := sprintf("%s: %s is granted %v", [r.address, m, object.get(r.values, "role", "a role")])
+}
+
+# GCP: a whole IAM policy (google_*_iam_policy) whose bindings include everyone.
+deny contains msg if {
+	some r in lib.resources
+	regex.match(`^google_.+_iam_policy$`, r.type)
+	some b in object.get(json.unmarshal(r.values.policy_data), "bindings", [])
+	some m in b.members
+	m in {"allUsers", "allAuthenticatedUsers"}
+	msg := sprintf("%s: the policy grants %s %v", [r.address, m, object.get(b, "role", "a role")])
+}
+
+# Cloud Run without its invoker check: anyone on the network may call the service.
+deny contains msg if {
+	some r in lib.resources_of("google_cloud_run_v2_service")
+	r.values.invoker_iam_disabled == true
+	msg := sprintf("%s: invoker_iam_disabled lets anyone invoke the service", [r.address])
 }
 
 deny contains msg if {
@@ -50,10 +95,6 @@ deny contains msg if {
 	r.values.allow_nested_items_to_be_public == true
 	msg := sprintf("%s: allow_nested_items_to_be_public must be false", [r.address])
 }
-
-anyone("*")
-
-anyone(p) if p.AWS == "*"
 
 members(v) := v.members if is_array(v.members)
 

@@ -40,3 +40,22 @@ test_private_container_passes if {
 test_blob_container_denied if {
 	count(public.deny) == 1 with input as plans.plan([plans.create("azurerm_storage_container.open", "azurerm_storage_container", {"container_access_type": "blob"})])
 }
+
+# Public access through the paths the rules once did not name.
+test_public_paths_denied if {
+	every change in [
+		plans.create("aws_sqs_queue_policy.q", "aws_sqs_queue_policy", {"policy": json.marshal({"Statement": [{"Effect": "Allow", "Principal": {"AWS": ["*"]}, "Action": "sqs:SendMessage"}]})}),
+		plans.create("aws_sqs_queue_policy.q", "aws_sqs_queue_policy", {"policy": json.marshal({"Statement": {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::*:root"}, "Action": "sqs:*"}})}),
+		plans.create("aws_sqs_queue_policy.q", "aws_sqs_queue_policy", {"policy": json.marshal({"Statement": [{"Effect": "Allow", "NotPrincipal": {"AWS": "arn:aws:iam::1:root"}, "Action": "sqs:SendMessage"}]})}),
+		plans.create("aws_sqs_queue.q", "aws_sqs_queue", {"sqs_managed_sse_enabled": true, "policy": json.marshal({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "sqs:SendMessage"}]})}),
+		plans.create("google_cloud_run_v2_service.s", "google_cloud_run_v2_service", {"invoker_iam_disabled": true}),
+		plans.create("google_storage_bucket_iam_member.m", "google_storage_bucket_iam_member", {"role": "roles/storage.objectViewer", "member": "allUsers"}),
+		plans.create("google_cloud_run_v2_service_iam_policy.p", "google_cloud_run_v2_service_iam_policy", {"policy_data": json.marshal({"bindings": [{"role": "roles/run.invoker", "members": ["allAuthenticatedUsers"]}]})}),
+	] {
+		count(public.deny) == 1 with input as plans.plan([change])
+	}
+}
+
+test_queue_with_private_policy_passes if {
+	count(public.deny) == 0 with input as plans.plan([plans.create("aws_sqs_queue.q", "aws_sqs_queue", {"policy": json.marshal({"Statement": [{"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, "Action": "sqs:SendMessage"}]})})])
+}
