@@ -31,6 +31,7 @@ var commands = []command{
 	{"up", "stand an environment up and write its ssfkit config: ssfkit up --cloud local|aws|azure|gcp", runUp},
 	{"down", "destroy what ssfkit up stood up: ssfkit down --cloud local|aws|azure|gcp", runDown},
 	{"log", "inspect, trim and collect a shared log in a live store: ssfkit log colors -store URL -tenant T", runLog},
+	{"policy", "run ssfkit's policies on a Terraform plan (conftest-compatible): ssfkit policy check PLAN.json", runPolicy},
 	{"instance", "show one instance (an idempotency key) of an SSF: pending, done, given up, expired: ssfkit instance -store URL ID", runInstance},
 	{"conformance", "run the driver and runtime suites against a live store: ssfkit conformance -store URL", runConformance},
 	{"help", "show this help, or a command's flags: ssfkit help COMMAND", nil}, // handled by run
