@@ -59,7 +59,7 @@ test_other_policies_on_the_role_denied if {
 		plans.create("aws_iam_role_policy_attachment.admin", "aws_iam_role_policy_attachment", {"role": "bank-accounts-ssf", "policy_arn": "arn:aws:iam::aws:policy/AdministratorAccess"}),
 		plans.create("aws_iam_policy_attachment.full", "aws_iam_policy_attachment", {"roles": ["bank-accounts-ssf"], "policy_arn": "arn:aws:iam::1:policy/full"}),
 		plans.create("aws_iam_role.this", "aws_iam_role", {"name": "bank-accounts-ssf", "managed_policy_arns": ["arn:aws:iam::aws:policy/AmazonDynamoDBFullAccess"]}),
-		plans.create("aws_iam_role.this", "aws_iam_role", {"name": "bank-accounts-ssf", "inline_policy": [{"name": "x", "policy": "{}"}]}),
+		plans.create("aws_iam_role.this", "aws_iam_role", {"name": "bank-accounts-ssf", "inline_policy": [{"name": "x", "policy": json.marshal({"Statement": [{"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"}]})}]}),
 	] {
 		count(sovereignty.deny) == 1 with input as plans.plan([change])
 	}
@@ -152,4 +152,10 @@ test_gcp_own_bigtable_table_passes if {
 
 test_gcp_other_ssfs_bigtable_table_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([gcp_bigtable_table("accounts", "bank-accounts"), gcp_bigtable_grant("teller", "bank-accounts")])
+}
+
+# After apply the role shows its module's own policy as an inline policy: that passes.
+test_role_showing_its_own_policy_passes if {
+	role := plans.create("aws_iam_role.this", "aws_iam_role", {"name": "bank-accounts-ssf", "inline_policy": [{"name": "ssf", "policy": json.marshal({"Version": "2012-10-17", "Statement": own})}]})
+	count(sovereignty.deny) == 0 with input as plans.plan([role])
 }
