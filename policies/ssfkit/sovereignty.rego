@@ -238,3 +238,47 @@ warn contains msg if {
 	condition_unknown(r)
 	msg := sprintf("%s: the condition is known only after apply; check a plan made after it", [r.address])
 }
+
+# Broad roles reach every SSF's state at once, whatever else the rules allow: GCP's basic roles
+# on the project, Azure's Owner, Contributor and User Access Administrator anywhere, and any
+# Azure role given by its definition ID (which these rules cannot read as a name).
+deny contains msg if {
+	some r in gcp_project_grants
+	r.values.role in {"roles/owner", "roles/editor", "roles/viewer"}
+	msg := sprintf("%s: %s at the project reaches every SSF's state; grant the SSF's own resources only", [r.address, r.values.role])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("google_project_iam_policy")
+	msg := sprintf("%s: an authoritative project IAM policy replaces every grant, the SSFs' included; use members on the SSFs' own resources", [r.address])
+}
+
+azure_broad_roles := {"owner", "contributor", "user access administrator"}
+
+# Their built-in definition IDs, the same in every subscription.
+azure_broad_role_ids := {
+	"8e3af657-a8ff-443c-a75c-2fe8c4bcb635", # Owner
+	"b24988ac-6180-42a0-ab88-20f7382dd24c", # Contributor
+	"18d7d88d-d35e-4fb5-a5c3-7773c20a72d9", # User Access Administrator
+}
+
+deny contains msg if {
+	some r in lib.resources_of("azurerm_role_assignment")
+	lower(object.get(r.values, "role_definition_name", "")) in azure_broad_roles
+	msg := sprintf("%s: %s at %v reaches every SSF's state there", [r.address, r.values.role_definition_name, object.get(r.values, "scope", "its scope")])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("azurerm_role_assignment")
+	not lib.set(r, ["role_definition_name"])
+	msg := sprintf("%s: a role given by definition ID (%v) cannot be checked; name it with role_definition_name", [r.address, object.get(r.values, "role_definition_id", "unset")])
+}
+
+# (After apply the provider fills in the ID of a role given by name: it is checked too.)
+deny contains msg if {
+	some r in lib.resources_of("azurerm_role_assignment")
+	id := lower(object.get(r.values, "role_definition_id", ""))
+	some broad in azure_broad_role_ids
+	endswith(id, broad)
+	msg := sprintf("%s: role definition %s (Owner, Contributor or User Access Administrator) reaches every SSF's state there", [r.address, id])
+}

@@ -159,3 +159,15 @@ test_role_showing_its_own_policy_passes if {
 	role := plans.create("aws_iam_role.this", "aws_iam_role", {"name": "bank-accounts-ssf", "inline_policy": [{"name": "ssf", "policy": json.marshal({"Version": "2012-10-17", "Statement": own})}]})
 	count(sovereignty.deny) == 0 with input as plans.plan([role])
 }
+
+test_broad_roles_denied if {
+	every change in [
+		plans.create("google_project_iam_member.e", "google_project_iam_member", {"role": "roles/editor", "member": "serviceAccount:a@p.iam.gserviceaccount.com"}),
+		plans.create("google_project_iam_binding.o", "google_project_iam_binding", {"role": "roles/owner", "members": ["serviceAccount:a@p.iam.gserviceaccount.com"]}),
+		plans.create("google_project_iam_policy.p", "google_project_iam_policy", {"policy_data": "{}"}),
+		plans.create("azurerm_role_assignment.c", "azurerm_role_assignment", {"role_definition_name": "Contributor", "scope": "/subscriptions/s/resourceGroups/bank"}),
+		plans.create("azurerm_role_assignment.i", "azurerm_role_assignment", {"role_definition_id": "/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c", "scope": "/subscriptions/s/resourceGroups/bank"}),
+	] {
+		count(sovereignty.deny) >= 1 with input as plans.plan([change])
+	}
+}
