@@ -181,10 +181,22 @@ gcp_project_grants contains r if {
 	some r in lib.resources_of(t)
 }
 
-condition_database(r) := m[0][1] if {
+# The database a grant's condition confines it to. Only the exact forms the ssf module writes
+# are read: the database itself, or the database and what is below it. Anything else (a
+# negation, "|| true", another attribute) cannot be proved to confine the grant, and reads as
+# no confinement.
+condition_database(r) := m[0][2] if {
 	some c in r.values.condition
-	m := regex.find_all_string_submatch_n(`databases/([a-z0-9-]+)`, c.expression, 1)
+	m := regex.find_all_string_submatch_n(`^resource\.name == "projects/([a-z0-9-]+)/databases/([a-z0-9-]+)"$`, c.expression, 1)
 	count(m) == 1
+}
+
+condition_database(r) := m[0][2] if {
+	some c in r.values.condition
+	m := regex.find_all_string_submatch_n(`^resource\.name == "projects/([a-z0-9-]+)/databases/([a-z0-9-]+)" \|\| resource\.name\.startsWith\("projects/([a-z0-9-]+)/databases/([a-z0-9-]+)/"\)$`, c.expression, 1)
+	count(m) == 1
+	m[0][1] == m[0][3]
+	m[0][2] == m[0][4]
 }
 
 deny contains msg if {

@@ -171,3 +171,21 @@ test_broad_roles_denied if {
 		count(sovereignty.deny) >= 1 with input as plans.plan([change])
 	}
 }
+
+# A condition that does not confine the grant to one database, however it names one, is denied.
+test_gcp_conditions_that_do_not_confine_denied if {
+	every expr in [
+		"!(resource.name == \"projects/p/databases/bank-accounts\")",
+		"resource.name == \"projects/p/databases/bank-accounts\" || true",
+		"resource.name != \"projects/p/databases/bank-accounts\"",
+		"resource.name == \"projects/p/databases/bank-accounts\" || resource.name.startsWith(\"projects/p/databases/bank-teller/\")",
+		"resource.type == \"x\" || resource.name.startsWith(\"projects/p/databases/bank-accounts/\")",
+	] {
+		count(sovereignty.deny) == 1 with input as plans.plan([gcp_database("accounts", "bank-accounts"), gcp_grant("accounts", "roles/datastore.user", [{"title": "t", "expression": expr}])])
+	}
+}
+
+test_gcp_module_condition_passes if {
+	expr := "resource.name == \"projects/p/databases/bank-accounts\" || resource.name.startsWith(\"projects/p/databases/bank-accounts/\")"
+	count(sovereignty.deny) == 0 with input as plans.plan([gcp_database("accounts", "bank-accounts"), gcp_grant("accounts", "roles/datastore.user", [{"title": "t", "expression": expr}])])
+}
