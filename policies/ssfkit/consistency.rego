@@ -27,3 +27,17 @@ deny contains msg if {
 	count(object.get(r.values, "replica", [])) > 0
 	msg := sprintf("%s: a global table (replica) resolves writes from different regions last-writer-wins; ssfkit's conditional writes need one region", [r.address])
 }
+
+# The same, with the replica declared as its own resource.
+deny contains msg if {
+	some r in lib.resources_of("aws_dynamodb_table_replica")
+	msg := sprintf("%s: a global table replica resolves writes from different regions last-writer-wins; ssfkit's conditional writes need one region", [r.address])
+}
+
+# Cosmos DB without a consistency policy the plan shows cannot be proved Strong.
+deny contains msg if {
+	some r in lib.resources_of("azurerm_cosmosdb_account")
+	count(object.get(r.values, "consistency_policy", [])) == 0
+	not lib.unknown(r, ["consistency_policy"])
+	msg := sprintf("%s: no consistency_policy; ssfkit needs Strong (a read must see the last conditional write)", [r.address])
+}

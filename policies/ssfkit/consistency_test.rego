@@ -22,3 +22,11 @@ test_dynamodb_global_table_denied if {
 	global := object.union(t, {"change": object.union(t.change, {"after": object.union(t.change.after, {"replica": [{"region_name": "eu-west-1"}]})})})
 	count(consistency.deny) == 1 with input as plans.plan([global])
 }
+
+test_replica_resource_denied if {
+	count(consistency.deny) == 1 with input as plans.plan([plans.create("aws_dynamodb_table_replica.eu", "aws_dynamodb_table_replica", {"global_table_arn": "arn:aws:dynamodb:us-east-1:1:table/bank-accounts"})])
+}
+
+test_cosmos_without_policy_denied if {
+	count(consistency.deny) == 1 with input as plans.plan([plans.create("azurerm_cosmosdb_account.a", "azurerm_cosmosdb_account", {"consistency_policy": []})])
+}
