@@ -154,6 +154,11 @@ type Options struct {
 type Result struct {
 	Config  *Config
 	Verdict policies.Verdict // the policies on the plan that was applied
+	// Applied is the policies on a plan made after the apply, when every value is known (the
+	// plan before could only warn about values known after apply); Drift lists the resources
+	// that plan would still change.
+	Applied policies.Verdict
+	Drift   []string
 }
 
 // Up runs init, plan, the policies on the plan, and apply in o.Dir, and returns the config its
@@ -162,7 +167,7 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	steps := 5
+	steps := 6
 	if o.Cloud == "azure" {
 		steps++
 	}
@@ -196,17 +201,70 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 	if err := o.step(ctx, 4, steps, "apply", "apply", "-input=false", "-no-color", plan); err != nil {
 		return &Result{Verdict: verdict}, err
 	}
-	fmt.Fprintf(o.Progress, "up: [5/%d] reading ssfkit_config\n", steps)
+	res := &Result{Verdict: verdict}
+	if err := o.checkApplied(ctx, 5, steps, res); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.Progress, "up: [6/%d] reading ssfkit_config\n", steps)
 	cfg, err := o.readConfig(ctx)
 	if err != nil {
-		return &Result{Verdict: verdict}, err
+		return res, err
 	}
-	res := &Result{Config: cfg, Verdict: verdict}
+	res.Config = cfg
 	if o.Cloud == "azure" {
-		fmt.Fprintf(o.Progress, "up: [6/%d] syncing the function apps' triggers\n", steps)
+		fmt.Fprintf(o.Progress, "up: [7/%d] syncing the function apps' triggers\n", steps)
 		return res, o.syncTriggers(ctx, cfg)
 	}
 	return res, nil
+}
+
+// checkApplied plans again after the apply, when every value is known, runs the policies on
+// that plan and lists what it would still change (drift from what was approved). A violation
+// only visible now (a policy document built from ARNs) fails up: the environment stands, and
+// must be fixed or taken down.
+func (o *Options) checkApplied(ctx context.Context, n, steps int, res *Result) error {
+	after := filepath.Join(o.Dir, "ssfkit-up-applied.tfplan")
+	defer os.Remove(after)
+	if err := o.step(ctx, n, steps, "plan of what was applied", append([]string{"plan", "-input=false", "-no-color", "-out", after}, o.varArgs()...)...); err != nil {
+		return err
+	}
+	js, err := o.capture(ctx, "show", "-json", after)
+	if err != nil {
+		return err
+	}
+	if res.Applied, err = policies.Evaluate(ctx, js); err != nil {
+		return err
+	}
+	var plan struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions []string `json:"actions"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal(js, &plan); err != nil {
+		return fmt.Errorf("up: the plan after apply: %w", err)
+	}
+	for _, rc := range plan.ResourceChanges {
+		if a := strings.Join(rc.Change.Actions, ","); a != "no-op" && a != "read" {
+			res.Drift = append(res.Drift, rc.Address+" ("+a+")")
+		}
+	}
+	for _, d := range res.Drift {
+		fmt.Fprintf(o.Progress, "up:   drift: %s would still change\n", d)
+	}
+	for _, w := range res.Applied.Warn {
+		fmt.Fprintf(o.Progress, "up:   warning after apply: %s\n", w)
+	}
+	for _, d := range res.Applied.Deny {
+		fmt.Fprintf(o.Progress, "up:   VIOLATION after apply: %s\n", d)
+	}
+	fmt.Fprintf(o.Progress, "up:   after apply: %d violations, %d warnings, %d resources drifting\n", len(res.Applied.Deny), len(res.Applied.Warn), len(res.Drift))
+	if len(res.Applied.Deny) > 0 && !o.IgnorePolicies {
+		return fmt.Errorf("up: applied, but what was applied violates %d policies (values the plan could only show after apply; policies/README.md): fix the configuration and run up again, or take it down with ssfkit down", len(res.Applied.Deny))
+	}
+	return nil
 }
 
 // syncAPIVersion is the Microsoft.Web API version of syncfunctiontriggers.
