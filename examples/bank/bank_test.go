@@ -390,27 +390,24 @@ func TestOpeningsRefused(t *testing.T) {
 // runs: after the teller found room in payee, before its deposit. The accounts SSF is what
 // calls it, as a concurrent client's request would reach it.
 func (w *world) raceFill(payer string, amount int64, id string, fill bank.Transfer) {
-	var once sync.Once
-	prev := w.hook
-	w.setHook(func(op bank.AccountOp) {
-		if prev != nil {
-			prev(op)
-		}
-		if op.Op == "withdraw" && op.Account == payer && op.Amount == amount {
-			once.Do(func() { w.submitFromHook(id, fill) })
-		}
-	})
+	w.raceOn("withdraw", payer, amount, id, fill)
 }
 
 // raceDeposit makes a transfer land while the deposit of amount into payee runs.
 func (w *world) raceDeposit(payee string, amount int64, id string, fill bank.Transfer) {
+	w.raceOn("deposit", payee, amount, id, fill)
+}
+
+// raceOn submits the transfer fill, once, while the accounts operation op of amount on
+// account runs.
+func (w *world) raceOn(op, account string, amount int64, id string, fill bank.Transfer) {
 	var once sync.Once
 	prev := w.hook
-	w.setHook(func(op bank.AccountOp) {
+	w.setHook(func(o bank.AccountOp) {
 		if prev != nil {
-			prev(op)
+			prev(o)
 		}
-		if op.Op == "deposit" && op.Account == payee && op.Amount == amount {
+		if o.Op == op && o.Account == account && o.Amount == amount {
 			once.Do(func() { w.submitFromHook(id, fill) })
 		}
 	})

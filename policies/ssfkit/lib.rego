@@ -20,6 +20,11 @@ resources_of(t) := {r | some r in resources; r.type == t}
 # ["push_config", 0, "push_endpoint"]) only after apply.
 unknown(r, path) if object.get(r.unknown, path, false) == true
 
+# as_list(x): x if it is an array, else [x] (IAM and JSON policies allow either).
+as_list(x) := x if is_array(x)
+
+as_list(x) := [x] if not is_array(x)
+
 # value(r, path): r's planned attribute at path, null when it is unset (or known only after
 # apply: check unknown first).
 value(r, path) := object.get(r.values, path, null)

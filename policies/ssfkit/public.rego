@@ -31,7 +31,7 @@ queue_policies contains {"address": r.address, "policy": r.values.policy} if {
 
 deny contains msg if {
 	some q in queue_policies
-	some s in as_list(json.unmarshal(q.policy).Statement)
+	some s in lib.as_list(json.unmarshal(q.policy).Statement)
 	s.Effect == "Allow"
 	anyone_in(s)
 	msg := sprintf("%s: the queue policy allows anyone", [q.address])
@@ -50,13 +50,10 @@ anyone(p) if {
 anyone(p) if {
 	is_object(p)
 	some v in p
-	some x in as_list(v)
+	some x in lib.as_list(v)
 	contains(x, "*")
 }
 
-as_list(x) := x if is_array(x)
-
-as_list(x) := [x] if not is_array(x)
 
 # GCP: any IAM member or binding resource, of any service, for everyone.
 deny contains msg if {

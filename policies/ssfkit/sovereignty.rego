@@ -59,7 +59,7 @@ deny contains msg if {
 	some p in ssf_policies
 	some s in statements(p.values.policy)
 	s.Effect == "Allow"
-	some action in as_list(object.get(s, "Action", []))
+	some action in lib.as_list(object.get(s, "Action", []))
 	not allowed_action(action)
 	msg := sprintf("%s: the identity of SSF %s may not hold %s: not on the allow-list of an SSF's actions (its table, queues, logs, peers, key)", [p.address, p.owner, action])
 }
@@ -68,9 +68,9 @@ deny contains msg if {
 	some p in ssf_policies
 	some s in statements(p.values.policy)
 	s.Effect == "Allow"
-	some action in as_list(object.get(s, "Action", []))
+	some action in lib.as_list(object.get(s, "Action", []))
 	allowed_action(action)
-	some resource in as_list(object.get(s, "Resource", []))
+	some resource in lib.as_list(object.get(s, "Resource", []))
 	not owned(service_of(action), resource, p.owner)
 	msg := sprintf("%s: the identity of SSF %s may %s on %s, which is not its own", [p.address, p.owner, action, resource])
 }
@@ -109,11 +109,8 @@ warn contains msg if {
 	msg := sprintf("%s: the policy is known only after apply; check a plan made after it", [r.address])
 }
 
-statements(doc) := as_list(json.unmarshal(doc).Statement)
+statements(doc) := lib.as_list(json.unmarshal(doc).Statement)
 
-as_list(x) := x if is_array(x)
-
-as_list(x) := [x] if not is_array(x)
 
 owned("dynamodb", resource, owner) if {
 	# the table, or its indexes and streams
