@@ -70,8 +70,9 @@ var demoApps = map[string]func() demoApp{
 type demoTiming struct {
 	relaunchDelay, lifetime, gcBound time.Duration
 	icEvery, gcEvery                 time.Duration
-	// drainTimeout bounds the wait for every request to finish.
-	drainTimeout time.Duration
+	// stallTimeout bounds how long the run may go without a request or an instance finishing:
+	// a slow machine only makes the run longer, a livelock or a lost instance fails it.
+	stallTimeout time.Duration
 }
 
 var defaultDemoTiming = demoTiming{
@@ -80,7 +81,7 @@ var defaultDemoTiming = demoTiming{
 	gcBound:       4 * time.Second,
 	icEvery:       100 * time.Millisecond,
 	gcEvery:       time.Second,
-	drainTimeout:  60 * time.Second,
+	stallTimeout:  60 * time.Second,
 }
 
 // demoOptions are the flags every demo has.
@@ -362,7 +363,7 @@ func (d *demo) runRequests(ctx context.Context) error {
 	go func() { clients.Wait(); close(submitted) }()
 	defer func() { cancel(); <-submitted }() // no client may outlive the run
 
-	began := time.Now()
+	lastProgress, lastDone, lastPending := time.Now(), -1, -1
 	poll := time.NewTicker(100 * time.Millisecond)
 	defer poll.Stop()
 	nextReport := time.Second
@@ -382,7 +383,10 @@ func (d *demo) runRequests(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		done, all := d.progress()
+		done, finished, all := d.progress()
+		if finished != lastDone || pending.total != lastPending {
+			lastProgress, lastDone, lastPending = time.Now(), finished, pending.total
+		}
 		select {
 		case <-submitted:
 			if all && pending.total == 0 {
@@ -391,7 +395,7 @@ func (d *demo) runRequests(ctx context.Context) error {
 			}
 		default:
 		}
-		if time.Since(began) > d.opt.timing.drainTimeout {
+		if time.Since(lastProgress) > d.opt.timing.stallTimeout {
 			return d.stuck(pending)
 		}
 		if time.Since(d.start) >= nextReport {
@@ -471,14 +475,15 @@ func (d *demo) pollAbandoned(ctx context.Context) error {
 	return nil
 }
 
-// progress returns a progress line, and whether every request has finished.
-func (d *demo) progress() (string, bool) {
+// progress reports the run's counters as a line, the number of finished requests, and whether
+// every request has finished.
+func (d *demo) progress() (string, int, bool) {
 	d.mu.Lock()
 	n := len(d.results)
 	d.mu.Unlock()
 	w := len(fmt.Sprint(len(d.ids)))
 	return fmt.Sprintf("%*d/%d done  %6d crashes injected  %6d relaunched by the IC",
-		w, n, len(d.ids), d.inj.snapshot().Total, d.stats().Relaunched), n == len(d.ids)
+		w, n, len(d.ids), d.inj.snapshot().Total, d.stats().Relaunched), n, n == len(d.ids)
 }
 
 type pendingCounts struct {
@@ -499,7 +504,7 @@ func (d *demo) pending(ctx context.Context) (pendingCounts, error) {
 	return p, nil
 }
 
-// stuck reports the requests that did not finish in time.
+// stuck reports the requests that did not finish when the run stopped making progress.
 func (d *demo) stuck(p pendingCounts) error {
 	d.mu.Lock()
 	var ids []string
@@ -517,8 +522,8 @@ func (d *demo) stuck(p pendingCounts) error {
 	for _, name := range slices.Sorted(maps.Keys(p.bySSF)) {
 		per = append(per, fmt.Sprintf("%s %d", name, p.bySSF[name]))
 	}
-	return fmt.Errorf("demo: not finished after %v: requests %s%s; unfinished instances: %s",
-		d.opt.timing.drainTimeout, strings.Join(ids, ", "), more, strings.Join(per, ", "))
+	return fmt.Errorf("demo: no progress for %v: requests %s%s; unfinished instances: %s",
+		d.opt.timing.stallTimeout, strings.Join(ids, ", "), more, strings.Join(per, ", "))
 }
 
 // awaitGC waits, with the collectors running, until the garbage collector has removed the logs

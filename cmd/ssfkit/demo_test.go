@@ -17,7 +17,7 @@ var fastTiming = demoTiming{
 	gcBound:       1200 * time.Millisecond,
 	icEvery:       50 * time.Millisecond,
 	gcEvery:       200 * time.Millisecond,
-	drainTimeout:  30 * time.Second,
+	stallTimeout:  30 * time.Second,
 }
 
 // runDemoTest runs a small demo of app with crashes, and checks that its output reports every
