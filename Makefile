@@ -5,7 +5,7 @@
 GO ?= go
 export GOTOOLCHAIN ?= local
 
-.PHONY: demo test test-long tools vet bench fuzz build
+.PHONY: demo test test-long corpus tools vet bench fuzz build
 
 ## demo: run the bank transfers demo, then the travel reservation demo, on the embedded SQLite
 ## store, with crashes injected, then the reservations as Temporal workflows while the worker
@@ -24,8 +24,14 @@ test: tools vet
 ## test-long: the default run, then the schedule explorer's long run: every schedule with up
 ## to two preemptions (the default run: one, plus 500 seeded random ones per scenario), and
 ## 5000 random ones with up to four (docs/protocol.md, "What the tests establish")
+## and every case of the policies' corpus of real plans planned again (policies/README.md)
 test-long: test
 	$(GO) test -count=1 -timeout 60m ./tests/schedules -schedules.preemptions=2 -schedules.random=5000
+	$(GO) test -count=1 -timeout 30m ./tests/terraform -run TestPolicyCorpus -corpus.replan=-1
+
+## corpus: plan every case of the policies' corpus with the real providers and record the plans
+corpus: tools
+	$(GO) test -count=1 -timeout 30m ./tests/terraform -run TestPolicyCorpus -corpus.replan=-1 -corpus.write
 
 ## tools: install the pinned emulators the tests start on 127.0.0.1, and Terraform and the Google
 ## and AzureRM providers (built from the Go module proxy), when they are missing

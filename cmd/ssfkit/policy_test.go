@@ -27,7 +27,7 @@ func TestPolicyCheck(t *testing.T) {
 		"change": {"actions": ["create"], "after": {"sqs_managed_sse_enabled": true}, "after_unknown": {}}}]}`)
 	ctx := context.Background()
 	var out bytes.Buffer
-	if err := run(ctx, []string{"policy", "check", bad}, &out, &out); err == nil || !strings.Contains(out.String(), "FAIL - "+bad+" - aws_sqs_queue.q: the queue must be encrypted") {
+	if err := run(ctx, []string{"policy", "check", bad}, &out, &out); err == nil || !strings.Contains(out.String(), "FAIL - "+bad+" - [encryption] aws_sqs_queue.q: the queue must be encrypted") {
 		t.Fatalf("a denied plan: %v\n%s", err, out.String())
 	}
 	out.Reset()

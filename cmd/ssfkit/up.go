@@ -73,7 +73,7 @@ func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("up", upSynopsis, stderr)
 	f := registerDeployFlags(fs)
-	ignore := fs.Bool("ignore-policies", false, "apply a plan the policies deny (they are still reported)")
+	accept := fs.Bool("accept-warnings", false, "apply a plan the policies warn about (never one they deny); each accepted warning is logged")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	o.IgnorePolicies = *ignore
+	o.AcceptWarnings = *accept
 	res, err := deploy.Up(ctx, o)
 	if res == nil || res.Config == nil {
 		return err

@@ -142,8 +142,10 @@ type Options struct {
 	Terraform string
 	// Env is added to Terraform's environment (e.g. TF_CLI_CONFIG_FILE).
 	Env []string
-	// IgnorePolicies applies a plan the policies deny (they are reported anyway).
-	IgnorePolicies bool
+	// AcceptWarnings applies a plan the policies only warn about (each warning is printed as
+	// accepted). Nothing applies a plan they deny: a denial is a rule the plan breaks, or a
+	// value the policies cannot see and so cannot prove safe.
+	AcceptWarnings bool
 	Progress       io.Writer
 	// Azure reaches Resource Manager to sync the function apps' triggers after an Azure apply
 	// (nil: DefaultAzureCredential, public cloud).
@@ -194,8 +196,16 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 	for _, d := range verdict.Deny {
 		fmt.Fprintf(o.Progress, "up:   VIOLATION: %s\n", d)
 	}
-	if len(verdict.Deny) > 0 && !o.IgnorePolicies {
+	if len(verdict.Deny) > 0 {
 		return &Result{Verdict: verdict}, fmt.Errorf("up: the plan violates %d policies (policies/README.md); nothing was applied", len(verdict.Deny))
+	}
+	if len(verdict.Warn) > 0 {
+		if !o.AcceptWarnings {
+			return &Result{Verdict: verdict}, fmt.Errorf("up: the policies warn about %d things in the plan; nothing was applied: fix them, or apply anyway with --accept-warnings (the plan is checked again after the apply, with every value known)", len(verdict.Warn))
+		}
+		for _, w := range verdict.Warn {
+			fmt.Fprintf(o.Progress, "up:   ACCEPTED warning (--accept-warnings): %s\n", w)
+		}
 	}
 	fmt.Fprintf(o.Progress, "up:   %d violations, %d warnings\n", len(verdict.Deny), len(verdict.Warn))
 	if err := o.step(ctx, 4, steps, "apply", "apply", "-input=false", "-no-color", plan); err != nil {
@@ -261,7 +271,7 @@ func (o *Options) checkApplied(ctx context.Context, n, steps int, res *Result) e
 		fmt.Fprintf(o.Progress, "up:   VIOLATION after apply: %s\n", d)
 	}
 	fmt.Fprintf(o.Progress, "up:   after apply: %d violations, %d warnings, %d resources drifting\n", len(res.Applied.Deny), len(res.Applied.Warn), len(res.Drift))
-	if len(res.Applied.Deny) > 0 && !o.IgnorePolicies {
+	if len(res.Applied.Deny) > 0 {
 		return fmt.Errorf("up: applied, but what was applied violates %d policies (values the plan could only show after apply; policies/README.md): fix the configuration and run up again, or take it down with ssfkit down", len(res.Applied.Deny))
 	}
 	return nil

@@ -9,7 +9,7 @@ resources contains r if {
 	some rc in input.resource_changes
 	rc.change.actions != ["delete"]
 	r := {
-		"address": rc.address, "type": rc.type, "module": object.get(rc, "module_address", ""),
+		"address": rc.address, "type": rc.type, "module": object.get(rc, "module_address", ""), "mode": object.get(rc, "mode", "managed"),
 		"values": object.get(rc.change, "after", {}), "unknown": object.get(rc.change, "after_unknown", {}),
 	}
 }
@@ -40,6 +40,15 @@ referenced(r, path) := {x |
 	some ref in config_references(r, path)
 	some x in resources
 	x.address == concat("", [module_prefix(r.module), ref])
+}
+
+# unconfigured(r, attr): r's configuration, which the plan shows, sets no value for attr (so an
+# optional attribute the provider computes holds what other resources of the plan give it).
+# A resource whose configuration the plan does not show is never unconfigured.
+unconfigured(r, attr) if {
+	some c in object.get(input, config_path(r.module), [])
+	c.address == config_address(r)
+	not attr in object.keys(object.get(c, "expressions", {}))
 }
 
 config_references(r, path) := refs if {

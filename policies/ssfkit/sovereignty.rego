@@ -46,6 +46,14 @@ service_of(action) := split(lower(action), ":")[0]
 
 allowed_action(action) if lower(action) in allowed_actions[service_of(action)]
 
+# IAM reads Effect exactly: anything but "Allow" or "Deny" is a document these rules cannot read.
+deny contains msg if {
+	some p in ssf_policies
+	some s in statements(p.values.policy)
+	not object.get(s, "Effect", null) in {"Allow", "Deny"}
+	msg := sprintf("%s: a statement of SSF %s's policy has Effect %v, neither Allow nor Deny", [p.address, p.owner, object.get(s, "Effect", "unset")])
+}
+
 deny contains msg if {
 	some p in ssf_policies
 	some s in statements(p.values.policy)
@@ -72,6 +80,7 @@ deny contains msg if {
 	allowed_action(action)
 	some resource in lib.as_list(object.get(s, "Resource", []))
 	not owned(service_of(action), resource, p.owner)
+	not key_by_alias(service_of(action), resource, s)
 	msg := sprintf("%s: the identity of SSF %s may %s on %s, which is not its own", [p.address, p.owner, action, resource])
 }
 
@@ -97,20 +106,9 @@ deny contains msg if {
 	msg := sprintf("%s: SSF role %s declares managed_policy_arns; an SSF's role holds only its ssf module's own policy", [r.address, r.values.name])
 }
 
-
-
 ssf_role_name(name) if endswith(name, "-ssf")
 
-# A policy computed from resources the plan creates (and the role it is attached to) is unknown
-# until they exist: plan again after the apply (as tests/terraform does) to check it.
-warn contains msg if {
-	some r in lib.resources_of("aws_iam_role_policy")
-	r.unknown.policy == true
-	msg := sprintf("%s: the policy is known only after apply; check a plan made after it", [r.address])
-}
-
 statements(doc) := lib.as_list(json.unmarshal(doc).Statement)
-
 
 owned("dynamodb", resource, owner) if {
 	# the table, or its indexes and streams
@@ -137,6 +135,19 @@ owned("lambda", resource, _) if regex.match(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[
 # a named key (the environment's), never a pattern
 owned("kms", resource, _) if regex.match(`^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]+:key/[A-Za-z0-9-]+$`, resource)
 
+# any key of the account, confined by one exact condition to the keys that carry one named alias
+# (the environment's key, whose ID exists only after apply: the ssf module names it so that the
+# plan shows the whole policy)
+key_by_alias("kms", resource, s) if {
+	regex.match(`^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]+:key/\*$`, resource)
+	object.keys(s.Condition) == {"ForAnyValue:StringEquals"}
+	c := s.Condition["ForAnyValue:StringEquals"]
+	object.keys(c) == {"kms:ResourceAliases"}
+	aliases := lib.as_list(c["kms:ResourceAliases"])
+	count(aliases) == 1
+	regex.match(`^alias/[A-Za-z0-9/_-]+$`, aliases[0])
+}
+
 # Azure: data roles on storage (Storage Table/Queue/Blob Data ...) scoped to one storage account
 # or below it, and that account created by the same SSF's module.
 azure_data_role(r) if regex.match(`^Storage .*Data `, object.get(r.values, "role_definition_name", ""))
@@ -162,13 +173,6 @@ deny contains msg if {
 	lower(a.values.name) == account
 	a.module != r.module
 	msg := sprintf("%s: %s on storage account %s, which belongs to %s, not to this SSF (%s)", [r.address, r.values.role_definition_name, account, a.module, r.module])
-}
-
-warn contains msg if {
-	some r in lib.resources_of("azurerm_role_assignment")
-	azure_data_role(r)
-	r.unknown.scope == true
-	msg := sprintf("%s: the scope is known only after apply; check a plan made after it", [r.address])
 }
 
 # GCP: Firestore has no database-level IAM, so an SSF's access is a project-level grant with a
@@ -241,13 +245,6 @@ deny contains msg if {
 	msg := sprintf("%s: %s on Bigtable table %s, which belongs to %s, not to this SSF (%s)", [r.address, r.values.role, tbl.values.name, tbl.module, r.module])
 }
 
-warn contains msg if {
-	some r in gcp_project_grants
-	startswith(r.values.role, "roles/datastore.")
-	condition_unknown(r)
-	msg := sprintf("%s: the condition is known only after apply; check a plan made after it", [r.address])
-}
-
 # Broad roles reach every SSF's state at once, whatever else the rules allow: GCP's basic roles
 # on the project, Azure's Owner, Contributor and User Access Administrator anywhere, and any
 # Azure role given by its definition ID (which these rules cannot read as a name).
@@ -275,12 +272,6 @@ deny contains msg if {
 	some r in lib.resources_of("azurerm_role_assignment")
 	lower(object.get(r.values, "role_definition_name", "")) in azure_broad_roles
 	msg := sprintf("%s: %s at %v reaches every SSF's state there", [r.address, r.values.role_definition_name, object.get(r.values, "scope", "its scope")])
-}
-
-deny contains msg if {
-	some r in lib.resources_of("azurerm_role_assignment")
-	not lib.set(r, ["role_definition_name"])
-	msg := sprintf("%s: a role given by definition ID (%v) cannot be checked; name it with role_definition_name", [r.address, object.get(r.values, "role_definition_id", "unset")])
 }
 
 # (After apply the provider fills in the ID of a role given by name: it is checked too.)

@@ -70,11 +70,6 @@ test_every_queue_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", every_queue)])
 }
 
-test_unknown_policy_warns if {
-	p := plans.create("module.ssf[\"accounts\"].aws_iam_role_policy.this", "aws_iam_role_policy", {})
-	unknown := object.union(p, {"change": object.union(p.change, {"after_unknown": {"policy": true, "role": true}})})
-	count(sovereignty.warn) == 1 with input as plans.plan([unknown])
-}
 
 # Azure: each SSF's module grants its identity data roles on its own storage account.
 azure_account(ssf, name) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("azurerm_storage_account.this", "azurerm_storage_account", {"name": name}))
@@ -101,11 +96,6 @@ test_azure_resource_group_scope_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([azure_grant("teller", "Storage Queue Data Contributor", "/subscriptions/s/resourceGroups/bank")])
 }
 
-test_azure_unknown_scope_warns if {
-	g := plans.unknown_after_apply(azure_grant("teller", "Storage Blob Data Owner", null), ["scope"])
-	count(sovereignty.warn) == 1 with input as plans.plan([g])
-	count(sovereignty.deny) == 0 with input as plans.plan([g])
-}
 
 # GCP: Firestore access is a project grant with a condition naming the SSF's database.
 gcp_database(ssf, name) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("google_firestore_database.this", "google_firestore_database", {"name": name}))
@@ -130,16 +120,7 @@ test_gcp_project_pubsub_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([gcp_grant("teller", "roles/pubsub.subscriber", [])])
 }
 
-test_gcp_known_condition_does_not_warn if {
-	g := object.union(gcp_grant("accounts", "roles/datastore.user", own_database), {"change": object.union(gcp_grant("accounts", "roles/datastore.user", own_database).change, {"after_unknown": {"condition": [{}]}})})
-	count(sovereignty.warn) == 0 with input as plans.plan([gcp_database("accounts", "bank-accounts"), g])
-}
 
-test_gcp_unknown_condition_warns if {
-	g := object.union(gcp_grant("accounts", "roles/datastore.user", [{"title": "own"}]), {"change": object.union(gcp_grant("accounts", "roles/datastore.user", []).change, {"after_unknown": {"condition": [{"expression": true}]}})})
-	count(sovereignty.warn) == 1 with input as plans.plan([g])
-	count(sovereignty.deny) == 0 with input as plans.plan([g])
-}
 
 # GCP Bigtable: a table-level grant on the SSF's own table.
 gcp_bigtable_table(ssf, name) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("google_bigtable_table.state[0]", "google_bigtable_table", {"name": name, "instance_name": "bank-state"}))
@@ -188,4 +169,24 @@ test_gcp_conditions_that_do_not_confine_denied if {
 test_gcp_module_condition_passes if {
 	expr := "resource.name == \"projects/p/databases/bank-accounts\" || resource.name.startsWith(\"projects/p/databases/bank-accounts/\")"
 	count(sovereignty.deny) == 0 with input as plans.plan([gcp_database("accounts", "bank-accounts"), gcp_grant("accounts", "roles/datastore.user", [{"title": "t", "expression": expr}])])
+}
+
+# The environment's key by alias: any key of the account, confined to the one alias exactly.
+key_statement(condition) := object.union(
+	{"Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": "arn:aws:kms:us-east-1:1:key/*"},
+	condition,
+)
+
+test_key_by_alias if {
+	count(sovereignty.deny) == 0 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", [key_statement({"Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/ssfkit-bank"}}})])])
+	every condition in [
+		{},
+		{"Condition": {"ForAnyValue:StringLike": {"kms:ResourceAliases": "alias/ssfkit-bank"}}},
+		{"Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/*"}}},
+		{"Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": ["alias/ssfkit-bank", "alias/other"]}}},
+		{"Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/ssfkit-bank"}, "Bool": {"aws:SecureTransport": "true"}}},
+		{"Condition": {"ForAllValues:StringEquals": {"kms:ResourceAliases": "alias/ssfkit-bank"}}},
+	] {
+		count(sovereignty.deny) == 2 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", [key_statement(condition)])])
+	}
 }

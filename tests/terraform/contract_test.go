@@ -47,7 +47,7 @@ var commonVariables = map[string]struct {
 
 // cloudVariables are the variables only one cloud's ssf module has.
 var cloudVariables = map[string][]string{
-	"aws":   {"architecture", "log_retention_days"},
+	"aws":   {"architecture", "log_retention_days", "encryption_key_alias"},
 	"azure": {"storage_replication"},
 	"gcp":   {"state_store"},
 }

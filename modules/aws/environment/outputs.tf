@@ -8,6 +8,11 @@ output "encryption_key" {
   value       = var.customer_managed_key ? aws_kms_key.this[0].arn : null
 }
 
+output "encryption_key_alias" {
+  description = "The key's alias (null with customer_managed_key = false): pass it to each SSF module, whose policy then reaches the key through it."
+  value       = var.customer_managed_key ? aws_kms_alias.this[0].name : null
+}
+
 output "tags" {
   description = "The tags every SSF of the environment should carry: pass them to each SSF module."
   value       = local.tags

@@ -11,8 +11,21 @@ locals {
   prefix = "${var.environment}-${var.name}"
   region = data.aws_region.current.name
   # Peers by name, not by reference: SSFs that call each other would otherwise form a cycle.
-  peer_functions  = [for p in var.peers : "arn:${data.aws_partition.current.partition}:lambda:${local.region}:${data.aws_caller_identity.current.account_id}:function:${var.environment}-${p}"]
-  dead_letter_arn = "arn:${data.aws_partition.current.partition}:sqs:${local.region}:${data.aws_caller_identity.current.account_id}:${local.prefix}-dlq"
+  #
+  # Every ARN an identity's policy names is built from names, not read from the resource: the
+  # plan then shows each policy whole before anything exists, and the plan policies, which deny
+  # what they cannot see (docs/security.md), check it on the first deployment too.
+  arn             = "arn:${data.aws_partition.current.partition}"
+  account         = data.aws_caller_identity.current.account_id
+  peer_functions  = [for p in var.peers : "${local.arn}:lambda:${local.region}:${local.account}:function:${var.environment}-${p}"]
+  table_arn       = "${local.arn}:dynamodb:${local.region}:${local.account}:table/${local.prefix}"
+  queue_arn       = "${local.arn}:sqs:${local.region}:${local.account}:${local.prefix}"
+  dead_letter_arn = "${local.arn}:sqs:${local.region}:${local.account}:${local.prefix}-dlq"
+  role_arn        = "${local.arn}:iam::${local.account}:role/${aws_iam_role.this.name}"
+  function_arns   = { for k, f in local.functions : k => "${local.arn}:lambda:${local.region}:${local.account}:function:${f.name}" }
+  log_group_arns  = [for f in local.functions : "${local.arn}:logs:${local.region}:${local.account}:log-group:/aws/lambda/${f.name}:*"]
+  # How the SSF's policy names the key: decided on known values only (the key's ARN may not be).
+  key_reference = var.encryption_key_alias != null ? "alias" : (var.encryption_key != null ? "arn" : "none")
 
   # The runtime's configuration, the same for the SSF and its collectors. The lifetime leaves
   # the function a second to report before Lambda kills it.
@@ -167,7 +180,7 @@ data "aws_iam_policy_document" "this" {
       "dynamodb:Query",
       "dynamodb:DescribeTable",
     ]
-    resources = [aws_dynamodb_table.this.arn]
+    resources = [local.table_arn]
   }
 
   statement {
@@ -180,20 +193,20 @@ data "aws_iam_policy_document" "this" {
       "sqs:GetQueueAttributes",
       "sqs:GetQueueUrl",
     ]
-    resources = [aws_sqs_queue.this.arn]
+    resources = [local.queue_arn]
   }
 
   # The runtime records instances it gave up on in its dead-letter queue.
   statement {
     sid       = "OwnDeadLetterQueue"
     actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"]
-    resources = [aws_sqs_queue.dead_letter.arn]
+    resources = [local.dead_letter_arn]
   }
 
   statement {
     sid       = "OwnLogs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = [for g in aws_cloudwatch_log_group.this : "${g.arn}:*"]
+    resources = local.log_group_arns
   }
 
   dynamic "statement" {
@@ -205,26 +218,38 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # The environment's key by its alias when there is one: its ARN exists only after apply, and a
+  # policy naming it could not be checked before (docs/security.md).
   dynamic "statement" {
-    for_each = var.encryption_key == null ? [] : [1]
+    for_each = local.key_reference == "none" ? [] : [1]
     content {
       sid       = "EnvironmentKey"
       actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
-      resources = [var.encryption_key]
+      resources = local.key_reference == "alias" ? ["${local.arn}:kms:${local.region}:${local.account}:key/*"] : [var.encryption_key]
+      dynamic "condition" {
+        for_each = local.key_reference == "alias" ? [1] : []
+        content {
+          test     = "ForAnyValue:StringEquals"
+          variable = "kms:ResourceAliases"
+          values   = [var.encryption_key_alias]
+        }
+      }
     }
   }
 }
 
 resource "aws_iam_role_policy" "this" {
   name   = "ssf"
-  role   = aws_iam_role.this.id
+  role   = aws_iam_role.this.name
   policy = data.aws_iam_policy_document.this.json
+  # The policy names the SSF's resources by ARN, not by reference: it waits for them.
+  depends_on = [aws_dynamodb_table.this, aws_sqs_queue.this, aws_sqs_queue.dead_letter, aws_cloudwatch_log_group.this]
 }
 
 resource "aws_lambda_function" "this" {
   for_each         = local.functions
   function_name    = each.value.name
-  role             = aws_iam_role.this.arn
+  role             = local.role_arn
   runtime          = "provided.al2023"
   handler          = each.value.handler
   architectures    = [var.architecture]
@@ -281,18 +306,16 @@ resource "aws_iam_role" "scheduler" {
 
 data "aws_iam_policy_document" "scheduler" {
   statement {
-    actions = ["lambda:InvokeFunction"]
-    resources = [
-      aws_lambda_function.this["intent_collector"].arn,
-      aws_lambda_function.this["garbage_collector"].arn,
-    ]
+    actions   = ["lambda:InvokeFunction"]
+    resources = [local.function_arns.intent_collector, local.function_arns.garbage_collector]
   }
 }
 
 resource "aws_iam_role_policy" "scheduler" {
-  name   = "invoke-collectors"
-  role   = aws_iam_role.scheduler.id
-  policy = data.aws_iam_policy_document.scheduler.json
+  name       = "invoke-collectors"
+  role       = aws_iam_role.scheduler.name
+  policy     = data.aws_iam_policy_document.scheduler.json
+  depends_on = [aws_lambda_function.this]
 }
 
 resource "aws_scheduler_schedule" "collector" {
@@ -308,12 +331,14 @@ resource "aws_scheduler_schedule" "collector" {
   }
 
   target {
-    arn      = aws_lambda_function.this[each.key].arn
-    role_arn = aws_iam_role.scheduler.arn
+    arn      = local.function_arns[each.key]
+    role_arn = "${local.arn}:iam::${local.account}:role/${aws_iam_role.scheduler.name}"
     input    = jsonencode({ collector = replace(each.key, "_", "-") })
 
     retry_policy {
       maximum_retry_attempts = 0 # the next scheduled run is the retry
     }
   }
+
+  depends_on = [aws_iam_role_policy.scheduler]
 }

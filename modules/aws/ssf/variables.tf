@@ -151,6 +151,17 @@ variable "encryption_key" {
   default     = null
 }
 
+variable "encryption_key_alias" {
+  description = "The alias of encryption_key (the environment module's `encryption_key_alias`, alias/...). Set, the SSF's policy reaches the key through it, so the plan shows the whole policy on a first deployment, when the key's ARN is not known yet."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.encryption_key_alias == null || can(regex("^alias/[A-Za-z0-9/_-]+$", var.encryption_key_alias))
+    error_message = "encryption_key_alias must be alias/NAME (letters, digits, /, _ and -)."
+  }
+}
+
 variable "point_in_time_recovery" {
   description = "Continuous backups of the SSF's table."
   type        = bool

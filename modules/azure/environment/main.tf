@@ -3,13 +3,17 @@
 # right to invoke it without a dependency cycle), the custom role those grants use, and the key
 # that encrypts the SSFs' state.
 
+data "azurerm_client_config" "current" {}
+
 locals {
   tags = merge(var.tags, tomap({ "ssfkit-environment" = var.name }))
 
   create_resource_group = var.resource_group_name == null
+  # The created group's ID is built from its name, so that the plan knows it (and the names,
+  # scopes and role IDs derived from it) before anything exists.
   resource_group = local.create_resource_group ? {
     name = azurerm_resource_group.this[0].name
-    id   = azurerm_resource_group.this[0].id
+    id   = "/subscriptions/${data.azurerm_client_config.current.subscription_id}/resourceGroups/${azurerm_resource_group.this[0].name}"
     } : {
     name = data.azurerm_resource_group.existing[0].name
     id   = data.azurerm_resource_group.existing[0].id

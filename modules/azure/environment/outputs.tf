@@ -14,7 +14,9 @@ output "context" {
         client_id    = identity.client_id
       }
     }
-    peer_invoker_role_definition_id = azurerm_role_definition.peer_invoker.role_definition_resource_id
+    # Built from the role's GUID, which the plan knows (the resource's own attribute is known
+    # only after apply), so the peers' role assignments can be checked before apply.
+    peer_invoker_role_definition_id = "/subscriptions/${data.azurerm_client_config.current.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/${azurerm_role_definition.peer_invoker.role_definition_id}"
   }
 
   # An SSF's storage account checks at creation that its identity may use the key.

@@ -37,7 +37,12 @@ locals {
   table_name      = "state"
   queue_name      = "starts"
   poison_queue    = "${local.queue_name}-poison" # where the queue trigger moves a message after maxDequeueCount deliveries
-  table_id        = "${azurerm_storage_account.this.id}/tableServices/default/tables/${local.table_name}"
+  # Resource IDs built from names the plan knows, not read from the resources: the plan then
+  # shows every role assignment's scope before anything exists, and the plan policies, which
+  # deny a grant they cannot see (docs/security.md), check it on the first deployment too.
+  account_id      = "/subscriptions/${data.azurerm_client_config.current.subscription_id}/resourceGroups/${var.environment.resource_group_name}/providers/Microsoft.Storage/storageAccounts/${local.account_name}"
+  table_id        = "${local.account_id}/tableServices/default/tables/${local.table_name}"
+  queue_ids       = { for k, q in { starts = local.queue_name, poison = local.poison_queue } : k => "${local.account_id}/queueServices/default/queues/${q}" }
   table_endpoint  = trimsuffix(azurerm_storage_account.this.primary_table_endpoint, "/")
   queue_endpoint  = trimsuffix(azurerm_storage_account.this.primary_queue_endpoint, "/")
   store_url       = "aztables://${local.table_name}?endpoint=${local.table_endpoint}"
@@ -251,9 +256,9 @@ resource "terraform_data" "deletion_guard" {
 resource "azurerm_role_assignment" "own" {
   for_each = {
     table  = { scope = local.table_id, role = "Storage Table Data Contributor" }
-    starts = { scope = azurerm_storage_queue.this["starts"].id, role = "Storage Queue Data Contributor" }
-    poison = { scope = azurerm_storage_queue.this["poison"].id, role = "Storage Queue Data Contributor" }
-    host   = { scope = azurerm_storage_account.this.id, role = "Storage Blob Data Owner" }
+    starts = { scope = local.queue_ids.starts, role = "Storage Queue Data Contributor" }
+    poison = { scope = local.queue_ids.poison, role = "Storage Queue Data Contributor" }
+    host   = { scope = local.account_id, role = "Storage Blob Data Owner" }
   }
   scope                = each.value.scope
   role_definition_name = each.value.role
@@ -261,7 +266,7 @@ resource "azurerm_role_assignment" "own" {
   principal_type       = "ServicePrincipal"
   description          = "ssfkit SSF ${var.name}: its own ${each.key == "host" ? "host storage" : each.key == "table" ? "table" : "queue"}"
 
-  depends_on = [azurerm_resource_group_template_deployment.table]
+  depends_on = [azurerm_resource_group_template_deployment.table, azurerm_storage_queue.this]
 }
 
 # Terraform uploads the package with Entra ID (the account has no keys): the principal running

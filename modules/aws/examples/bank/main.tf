@@ -39,13 +39,14 @@ module "ssf" {
   source   = "../../ssf"
   for_each = local.ssfs
 
-  name                = each.key
-  environment         = module.environment.name
-  peers               = each.value
-  artifact            = var.artifact
-  encryption_key      = module.environment.encryption_key
-  tags                = module.environment.tags
-  deletion_protection = !var.throwaway
+  name                 = each.key
+  environment          = module.environment.name
+  peers                = each.value
+  artifact             = var.artifact
+  encryption_key       = module.environment.encryption_key
+  encryption_key_alias = module.environment.encryption_key_alias
+  tags                 = module.environment.tags
+  deletion_protection  = !var.throwaway
 }
 
 output "ssfkit_config" {

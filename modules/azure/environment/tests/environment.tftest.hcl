@@ -22,6 +22,12 @@ mock_provider "azurerm" {
     }
   }
 
+  mock_data "azurerm_client_config" {
+    defaults = {
+      subscription_id = "00000000-0000-0000-0000-000000000000"
+    }
+  }
+
   mock_data "azurerm_resources" {
     defaults = {
       resources = [{
@@ -141,7 +147,7 @@ run "creates_its_resource_group" {
   }
 
   assert {
-    condition     = output.context.peer_invoker_role_definition_id == azurerm_role_definition.peer_invoker.role_definition_resource_id
+    condition     = output.context.peer_invoker_role_definition_id == "/subscriptions/${data.azurerm_client_config.current.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/${azurerm_role_definition.peer_invoker.role_definition_id}"
     error_message = "the context must hand the peer invoker role to the SSF modules"
   }
 
