@@ -28,7 +28,7 @@ const (
 // Routes are all the routes a Server serves.
 var Routes = []Route{RouteSSF, RouteSpawn, RouteQueue, RouteIntentCollector, RouteGarbageCollector}
 
-// platformRoutes are the routes only the platform itself calls: its queue delivery and its
+// platformRoute tells the routes only the platform itself calls: its queue delivery and its
 // timers.
 func platformRoute(r Route) bool {
 	return r == RouteQueue || r == RouteIntentCollector || r == RouteGarbageCollector
