@@ -106,8 +106,11 @@ func (a *AzureFunctionKeys) listKey(ctx context.Context, base string) (string, e
 	return keys.FunctionKeys["default"], nil
 }
 
-// GoogleIDTokens authorizes calls with Google ID tokens whose audience is the peer's URL, which
-// Cloud Run checks against the roles/run.invoker bindings of the peer's service.
+// GoogleIDTokens authorizes calls with Google ID tokens whose audience is the peer's URL. The
+// token goes twice: in X-Serverless-Authorization, which Cloud Run checks against the
+// roles/run.invoker bindings of the peer's service (and strips of its signature before the
+// request reaches the container), and in Authorization, which Cloud Run then leaves intact, so
+// that the peer's host can check the token's signature itself (GoogleIDTokenVerifier).
 type GoogleIDTokens struct {
 	// NewSource returns a token source for an audience (idtoken.NewTokenSource in production:
 	// the metadata server of the SSF's service account).
@@ -140,5 +143,6 @@ func (g *GoogleIDTokens) Authorize(ctx context.Context, r *http.Request, _, base
 		return fmt.Errorf("an ID token for %s: %w", base, err)
 	}
 	tok.SetAuthHeader(r)
+	r.Header.Set("X-Serverless-Authorization", r.Header.Get("Authorization"))
 	return nil
 }

@@ -15,10 +15,15 @@
 // routes; its other triggers arrive as custom-handler invocations and are answered as such.
 // Peers are called over HTTP at the URLs in SSFKIT_PEERS, authenticated by the platform's
 // Authorizer (AzureFunctionKeys, GoogleIDTokens).
+//
+// Every route checks its caller itself before it does anything, with the platform's Verifier
+// (GoogleIDTokenVerifier, AzureKeyVerifier): the platform's front door is not the only check
+// (docs/security.md, "Who may call what").
 package httphost
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,20 +60,27 @@ type Server struct {
 	platform Platform
 	fn       *host.Function
 	mux      *http.ServeMux
+	verifier Verifier
 }
 
-// Options are how a Server reaches its peers.
+// Options are how a Server reaches its peers and checks its callers.
 type Options struct {
 	// Auth authenticates calls to peers (nil: none, for private networks).
 	Auth Authorizer
 	// Client makes the calls (nil: a client with Go's default transport).
 	Client *http.Client
+	// Verifier checks the caller of every route before the server does any work for it
+	// (PlatformVerifier). Required: a server that would admit every caller is not made.
+	Verifier Verifier
 }
 
 // New opens the SSF configured by cfg and returns its server.
 func New(ctx context.Context, platform Platform, cfg host.Config, handlers map[string]ssf.Handler, opts Options) (*Server, error) {
 	if platform != Azure && platform != CloudRun {
 		return nil, fmt.Errorf("httphost: unknown platform %q (want %s or %s)", platform, Azure, CloudRun)
+	}
+	if opts.Verifier == nil {
+		return nil, errors.New("httphost: no Verifier of inbound calls (PlatformVerifier builds the platform's): the server refuses to admit every caller")
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
@@ -81,14 +93,16 @@ func New(ctx context.Context, platform Platform, cfg host.Config, handlers map[s
 	if err != nil {
 		return nil, fmt.Errorf("httphost: %w", err)
 	}
-	s := &Server{platform: platform, fn: fn, mux: http.NewServeMux()}
+	s := &Server{platform: platform, fn: fn, mux: http.NewServeMux(), verifier: opts.Verifier}
 	for _, prefix := range []string{"", "/api"} {
-		s.mux.HandleFunc("POST "+prefix+"/ssf", s.handleRequest)
-		s.mux.HandleFunc("POST "+prefix+"/spawn", s.handleSpawn)
+		s.mux.HandleFunc("POST "+prefix+string(RouteSSF), s.guard(RouteSSF, s.handleRequest))
+		s.mux.HandleFunc("POST "+prefix+string(RouteSpawn), s.guard(RouteSpawn, s.handleSpawn))
 	}
-	s.mux.HandleFunc("POST /queue", s.handleQueued)
-	s.mux.HandleFunc("POST /intent-collector", s.collector(func(ctx context.Context) (any, error) { return fn.Runtime.CollectIntents(ctx) }))
-	s.mux.HandleFunc("POST /garbage-collector", s.collector(func(ctx context.Context) (any, error) { return fn.CollectGarbage(ctx) }))
+	s.mux.HandleFunc("POST "+string(RouteQueue), s.guard(RouteQueue, s.handleQueued))
+	s.mux.HandleFunc("POST "+string(RouteIntentCollector), s.guard(RouteIntentCollector,
+		s.collector(func(ctx context.Context) (any, error) { return fn.Runtime.CollectIntents(ctx) })))
+	s.mux.HandleFunc("POST "+string(RouteGarbageCollector), s.guard(RouteGarbageCollector,
+		s.collector(func(ctx context.Context) (any, error) { return fn.CollectGarbage(ctx) })))
 	return s, nil
 }
 
@@ -281,18 +295,15 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 }
 
-// ListenAddress is where the platform expects the server: Azure's custom handler port, Cloud
-// Run's PORT, on all interfaces since the platform's front end connects from outside the
-// container.
+// ListenAddress is where the platform expects the server: Cloud Run's PORT on all interfaces,
+// since its front end connects from outside the container; Azure's custom handler port on
+// 127.0.0.1 only, where the Functions host, which runs beside the handler, calls it (for
+// forwarded HTTP requests and its own triggers alike), so nothing else can reach it.
 func ListenAddress(platform Platform, getenv func(string) string) string {
-	port := getenv("PORT")
 	if platform == Azure {
-		port = getenv("FUNCTIONS_CUSTOMHANDLER_PORT")
+		return "127.0.0.1:" + cmp.Or(getenv("FUNCTIONS_CUSTOMHANDLER_PORT"), "8080")
 	}
-	if port == "" {
-		port = "8080"
-	}
-	return ":" + port
+	return ":" + cmp.Or(getenv("PORT"), "8080")
 }
 
 // Main serves the function the platform started this process for, with the application's
@@ -308,7 +319,11 @@ func Main(platform Platform, handlers map[string]ssf.Handler) {
 		if err != nil {
 			return err
 		}
-		s, err := New(ctx, platform, cfg, handlers, Options{Auth: auth})
+		verifier, err := PlatformVerifier(ctx, platform, os.Getenv)
+		if err != nil {
+			return err
+		}
+		s, err := New(ctx, platform, cfg, handlers, Options{Auth: auth, Verifier: verifier})
 		if err != nil {
 			return err
 		}

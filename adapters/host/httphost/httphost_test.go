@@ -16,6 +16,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 
 	"github.com/ssfkit/ssfkit/adapters/host"
@@ -53,10 +54,16 @@ type platformFixture struct {
 	platform Platform
 	// url is the base URL of an SSF's function on the platform.
 	url func(name string) string
-	// options are the functions' ways to reach their peers.
-	options func(t *testing.T, dial func(host string) string) Options
-	// admit checks a call's credentials as the platform's front end does for the function at base.
-	admit func(r *http.Request, base string) bool
+	// options are the function's ways to reach its peers as the SSF caller, and to check its own
+	// callers.
+	options func(t *testing.T, dial func(host string) string, caller string) Options
+	// front is the platform's front end before the function at base: it refuses a call (a
+	// status) or hands it on, as the platform does (Cloud Run strips the signature of the token
+	// it checked, Azure's front end adds its headers).
+	front func(r *http.Request, base string) (*http.Request, int)
+	// platformAuth adds what the platform's own delivery to route of SSF name carries (Pub/Sub's
+	// and Cloud Scheduler's ID tokens; nothing for the Functions host's invocations).
+	platformAuth func(t *testing.T, r *http.Request, name string, route Route)
 	// queued wraps a queued message as the platform posts it to /queue.
 	queued func(m *queue.Message) []byte
 	// timer is the body of a timer or scheduler tick.
@@ -72,9 +79,23 @@ func (c staticCredential) GetToken(context.Context, policy.TokenRequestOptions) 
 	return azcore.AccessToken{Token: string(c), ExpiresOn: time.Now().Add(time.Hour)}, nil
 }
 
+// azureQueued is a queue trigger's custom-handler invocation of m.
+func azureQueued(m *queue.Message) []byte {
+	body, _ := json.Marshal(string(m.Body)) // the host passes a JSON message as a JSON string
+	return []byte(fmt.Sprintf(`{"Data":{"message":%s},"Metadata":{"Id":%q,"DequeueCount":"%d"}}`, body, m.ID, m.Attempts))
+}
+
+// pubSubQueued is a Pub/Sub push request of m.
+func pubSubQueued(m *queue.Message) []byte {
+	b, _ := json.Marshal(map[string]any{"message": map[string]any{"data": m.Body, "messageId": m.ID}, "subscription": "projects/p/subscriptions/s", "deliveryAttempt": m.Attempts})
+	return b
+}
+
 // azureFixture stands in for Azure: Resource Manager answers listkeys for the SSFs' identity
 // token, and rotates every app's key after its first listing, so the first call to each peer is
-// refused and the host must list the key again.
+// refused and the host must list the key again. The front end checks keys on the HTTP routes
+// (/api/...) and adds its X-ARR-LOG-ID header; the other routes are the Functions host's own
+// invocations, which reach the handler directly.
 func azureFixture(t *testing.T) platformFixture {
 	var mu sync.Mutex
 	keys, listings := map[string]string{}, map[string]int{}
@@ -104,23 +125,35 @@ func azureFixture(t *testing.T) platformFixture {
 		fmt.Fprintf(w, `{"masterKey":"m","functionKeys":{"default":%q}}`, key)
 	}))
 	t.Cleanup(arm.Close)
+	app := func(base string) string {
+		return strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ".azurewebsites.net")
+	}
 	return platformFixture{
 		platform: Azure,
 		url:      func(name string) string { return "https://bank-" + name + ".azurewebsites.net" },
-		options: func(t *testing.T, dial func(string) string) Options {
-			return Options{Auth: &AzureFunctionKeys{Credential: staticCredential("identity-token"), Sites: sites, Management: arm.URL}, Client: redirectingClient(dial)}
+		options: func(t *testing.T, dial func(string) string, caller string) Options {
+			v, err := NewAzureKeyVerifier(AzureKeyConfig{Credential: staticCredential("identity-token"), Site: sites + "/bank-" + caller, Management: arm.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return Options{Auth: &AzureFunctionKeys{Credential: staticCredential("identity-token"), Sites: sites, Management: arm.URL}, Client: redirectingClient(dial), Verifier: v}
 		},
-		admit: func(r *http.Request, base string) bool {
-			app := strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ".azurewebsites.net")
+		front: func(r *http.Request, base string) (*http.Request, int) {
+			if !strings.HasPrefix(r.URL.Path, "/api/") {
+				return r, 0 // the Functions host's invocation of a queue or timer function
+			}
 			mu.Lock()
-			defer mu.Unlock()
-			return listings[app] >= 2 && r.Header.Get("x-functions-key") == keys[app]
+			admitted := listings[app(base)] >= 2 && r.Header.Get("x-functions-key") == keys[app(base)]
+			mu.Unlock()
+			if !admitted {
+				return nil, http.StatusUnauthorized
+			}
+			r.Header.Set("X-ARR-LOG-ID", "00000000-0000-0000-0000-000000000001")
+			return r, 0
 		},
-		queued: func(m *queue.Message) []byte {
-			body, _ := json.Marshal(string(m.Body)) // the host passes a JSON message as a JSON string
-			return []byte(fmt.Sprintf(`{"Data":{"message":%s},"Metadata":{"Id":%q,"DequeueCount":"%d"}}`, body, m.ID, m.Attempts))
-		},
-		timer: []byte(`{"Data":{"timer":{"Schedule":{"AdjustForDST":true},"IsPastDue":false}},"Metadata":{}}`),
+		platformAuth: func(*testing.T, *http.Request, string, Route) {},
+		queued:       azureQueued,
+		timer:        []byte(`{"Data":{"timer":{"Schedule":{"AdjustForDST":true},"IsPastDue":false}},"Metadata":{}}`),
 		report: func(body []byte) (json.RawMessage, error) {
 			var resp struct{ ReturnValue json.RawMessage }
 			err := json.Unmarshal(body, &resp)
@@ -129,23 +162,75 @@ func azureFixture(t *testing.T) platformFixture {
 	}
 }
 
-// cloudRunFixture stands in for Cloud Run: callers present an ID token for the callee's URL.
-func cloudRunFixture(*testing.T) platformFixture {
+// serviceAccount is the email of SSF name's service account in the bank's project.
+func serviceAccount(name string) string {
+	return "bank-" + name + "@ssfkit-bank.iam.gserviceaccount.com"
+}
+
+// bankScheduler is the bank environment's Cloud Scheduler service account.
+const bankScheduler = "bank-sched-0a1b2c@ssfkit-bank.iam.gserviceaccount.com"
+
+// cloudRunFixture stands in for Cloud Run: callers present Google ID tokens, signed by keys the
+// fixture publishes as a JWKS on 127.0.0.1, for the callee's URL. The front end checks the
+// token of X-Serverless-Authorization, or else of Authorization, against the service's invokers
+// and strips its signature, as Cloud Run does.
+func cloudRunFixture(t *testing.T) platformFixture {
+	g := newGoogleFixture(t)
+	names := []string{bank.Teller, bank.Accounts, bank.Audit}
+	url := func(name string) string { return "https://bank-" + name + "-123456.europe-west1.run.app" }
+	token := func(email, audience string) string {
+		c := g.claims(email, audience)
+		c["iat"], c["exp"] = time.Now().Add(-time.Minute).Unix(), time.Now().Add(time.Hour).Unix()
+		return g.sign(t, c)
+	}
+	invokers := map[string]bool{bankScheduler: true}
+	for _, n := range names {
+		invokers[serviceAccount(n)] = true
+	}
 	return platformFixture{
 		platform: CloudRun,
-		url:      func(name string) string { return "https://bank-" + name + "-123456.europe-west1.run.app" },
-		options: func(t *testing.T, dial func(string) string) Options {
+		url:      url,
+		options: func(t *testing.T, dial func(string) string, caller string) Options {
+			peers := []string{}
+			for _, n := range names {
+				peers = append(peers, serviceAccount(n)) // every SSF of the bank is a peer of the others, and itself
+			}
+			v, err := NewGoogleIDTokenVerifier(GoogleIDTokenConfig{Audience: url(caller), Keys: &KeySet{URL: g.jwks.URL},
+				Callers: map[Route][]string{RouteSSF: peers, RouteSpawn: peers, RouteQueue: {serviceAccount(caller)},
+					RouteIntentCollector: {bankScheduler}, RouteGarbageCollector: {bankScheduler}},
+				FrontEndVerified: []Route{RouteQueue, RouteIntentCollector, RouteGarbageCollector}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			return Options{Auth: &GoogleIDTokens{NewSource: func(_ context.Context, audience string) (oauth2.TokenSource, error) {
-				return oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "id-token-for-" + audience, Expiry: time.Now().Add(time.Hour)}), nil
-			}}, Client: redirectingClient(dial)}
+				return oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token(serviceAccount(caller), audience), Expiry: time.Now().Add(time.Hour)}), nil
+			}}, Client: redirectingClient(dial), Verifier: v}
 		},
-		admit: func(r *http.Request, base string) bool {
-			return r.Header.Get("Authorization") == "Bearer id-token-for-"+base
+		front: func(r *http.Request, base string) (*http.Request, int) {
+			header := "X-Serverless-Authorization"
+			if r.Header.Get(header) == "" {
+				header = "Authorization"
+			}
+			raw, ok := strings.CutPrefix(r.Header.Get(header), "Bearer ")
+			claims := jwt.MapClaims{}
+			_, err := jwt.Parse(raw, func(*jwt.Token) (any, error) { return &g.keys["k1"].PublicKey, nil }, jwt.WithValidMethods([]string{"RS256"}), jwt.WithAudience(base))
+			if _, _, perr := jwt.NewParser().ParseUnverified(raw, claims); !ok || err != nil || perr != nil {
+				return nil, http.StatusUnauthorized
+			}
+			if email, _ := claims["email"].(string); !invokers[email] {
+				return nil, http.StatusForbidden
+			}
+			r.Header.Set(header, "Bearer "+stripped(raw))
+			return r, 0
 		},
-		queued: func(m *queue.Message) []byte {
-			b, _ := json.Marshal(map[string]any{"message": map[string]any{"data": m.Body, "messageId": m.ID}, "subscription": "projects/p/subscriptions/s", "deliveryAttempt": m.Attempts})
-			return b
+		platformAuth: func(t *testing.T, r *http.Request, name string, route Route) {
+			email := bankScheduler
+			if route == RouteQueue {
+				email = serviceAccount(name) // the push subscription's token is the SSF's own
+			}
+			r.Header.Set("Authorization", "Bearer "+token(email, url(name)))
 		},
+		queued: pubSubQueued,
 		timer:  []byte(`{}`),
 		report: func(body []byte) (json.RawMessage, error) { return body, nil },
 	}
@@ -194,11 +279,10 @@ func testBank(t *testing.T, p platformFixture) {
 	for _, name := range names {
 		base := p.url(name)
 		listeners[name] = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// The platform's front end: only the platform's own triggers skip caller auth.
-			platformRoute := r.URL.Path == "/queue" || strings.HasSuffix(r.URL.Path, "-collector")
-			if !platformRoute && !p.admit(r, base) {
+			r, status := p.front(r, base)
+			if status != 0 {
 				rejected.Add(1)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				http.Error(w, http.StatusText(status), status)
 				return
 			}
 			s, _ := mux.Load(name)
@@ -217,7 +301,7 @@ func testBank(t *testing.T, p platformFixture) {
 		}
 		cfg := host.Config{SSF: name, Environment: "bank", Store: fmt.Sprintf("mem://%s-%s", p.platform, name),
 			Queue: fmt.Sprintf("mem://%s-%s", p.platform, name), Peers: peers}
-		s, err := New(ctx, p.platform, cfg, bank.Handlers(), p.options(t, dial))
+		s, err := New(ctx, p.platform, cfg, bank.Handlers(), p.options(t, dial, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,8 +309,8 @@ func testBank(t *testing.T, p platformFixture) {
 		servers[name] = s
 		mux.Store(name, s)
 	}
-	// The test is a client of the teller and accounts functions, authenticated like a peer.
-	client := p.options(t, dial)
+	// The test is a client of the teller and accounts functions, authenticated as the teller.
+	client := p.options(t, dial, bank.Teller)
 	call := func(name, route string, body any) (int, []byte) {
 		t.Helper()
 		b, _ := json.Marshal(body)
@@ -286,12 +370,20 @@ func testBank(t *testing.T, p platformFixture) {
 	if resp, err := http.Post(listeners[bank.Teller].URL+"/ssf", "application/json", strings.NewReader(`{}`)); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("an unauthenticated call: %v %v", resp, err)
 	}
+	// Nor does a request that bypasses the front end get in: the host checks its caller itself.
+	for _, route := range []string{"/ssf", "/api/ssf", "/spawn", "/queue", "/intent-collector", "/garbage-collector"} {
+		w := httptest.NewRecorder()
+		servers[bank.Teller].ServeHTTP(w, httptest.NewRequest(http.MethodPost, route, strings.NewReader(`{}`)))
+		if w.Code != http.StatusUnauthorized && w.Code != http.StatusForbidden {
+			t.Fatalf("%s without credentials, past the front end: %d %s", route, w.Code, w.Body)
+		}
+	}
 	if status, out := call(bank.Teller, "/ssf", json.RawMessage(`{"instance_id": 7}`)); status != http.StatusBadRequest {
 		t.Fatalf("a malformed request: %d %s, want 400", status, out)
 	}
 
 	// Audit's stamps were spawned by the teller through audit's /spawn: deliver its queue.
-	if n := deliver(t, p, servers[bank.Audit], listeners[bank.Audit].URL); n != 2 {
+	if n := deliver(t, p, bank.Audit, servers[bank.Audit], listeners[bank.Audit].URL); n != 2 {
 		t.Fatalf("audit's queue delivered %d starts, want 2", n)
 	}
 	// A start spawned by the test through /spawn, and a poison message: the second fails.
@@ -302,7 +394,7 @@ func testBank(t *testing.T, p platformFixture) {
 	if _, err := servers[bank.Accounts].fn.Queue.Send(ctx, []byte("not a request")); err != nil {
 		t.Fatal(err)
 	}
-	if n := deliver(t, p, servers[bank.Accounts], listeners[bank.Accounts].URL); n != 1 {
+	if n := deliver(t, p, bank.Accounts, servers[bank.Accounts], listeners[bank.Accounts].URL); n != 1 {
 		t.Fatalf("accounts' queue delivered %d starts, want 1 (and the poison message refused)", n)
 	}
 	opening["carol"] = 5
@@ -325,7 +417,9 @@ func testBank(t *testing.T, p platformFixture) {
 	var ic ssf.ICReport
 	var gc host.GarbageReport
 	for route, report := range map[string]any{"/intent-collector": &ic, "/garbage-collector": &gc} {
-		resp, err := http.Post(listeners[bank.Teller].URL+route, "application/json", bytes.NewReader(p.timer))
+		req, _ := http.NewRequest(http.MethodPost, listeners[bank.Teller].URL+route, bytes.NewReader(p.timer))
+		p.platformAuth(t, req, bank.Teller, Route(route))
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +439,7 @@ func testBank(t *testing.T, p platformFixture) {
 // deliver posts the server's queued messages to its /queue route as the platform would and
 // acknowledges the accepted ones; a refused message must be the poison one, and is dropped
 // (the platform would dead-letter it). It returns the number accepted.
-func deliver(t *testing.T, p platformFixture, s *Server, url string) int {
+func deliver(t *testing.T, p platformFixture, name string, s *Server, url string) int {
 	t.Helper()
 	ctx := context.Background()
 	accepted := 0
@@ -358,7 +452,9 @@ func deliver(t *testing.T, p platformFixture, s *Server, url string) int {
 			return accepted
 		}
 		for _, m := range msgs {
-			resp, err := http.Post(url+"/queue", "application/json", bytes.NewReader(p.queued(m)))
+			req, _ := http.NewRequest(http.MethodPost, url+"/queue", bytes.NewReader(p.queued(m)))
+			p.platformAuth(t, req, name, RouteQueue)
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -101,6 +101,7 @@ locals {
     SSFKIT_DEAD_LETTER_QUEUE      = local.dead_letter_url
     SSFKIT_PEERS                  = jsonencode(local.peer_urls)
     SSFKIT_AZURE_SITES            = local.sites
+    SSFKIT_AZURE_SITE             = local.function_id # the host checks its callers' keys against this app's own (own_keys below)
     AZURE_CLIENT_ID               = local.identity.client_id
     # The time-to-live the runtime gives every message it sends to SSFKIT_QUEUE (spawns,
     # relaunches), in seconds: Storage queues have no queue-wide retention.
@@ -382,6 +383,19 @@ resource "azurerm_resource_group_template_deployment" "app" {
 
   # The host reads its package and keys with the identity from the start.
   depends_on = [azurerm_role_assignment.own, azurerm_storage_blob.package]
+}
+
+# The SSF's own identity reads its own app's keys (the environment's peer invoker role: listkeys
+# and nothing else, on this app only), to check the keys its callers present
+# (adapters/host/httphost, AzureKeyVerifier) rather than trust the front end alone.
+resource "azurerm_role_assignment" "own_keys" {
+  scope              = local.function_id
+  role_definition_id = var.environment.peer_invoker_role_definition_id
+  principal_id       = local.identity.principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "ssfkit SSF ${var.name} checks its callers' keys against its own"
+
+  depends_on = [azurerm_resource_group_template_deployment.app]
 }
 
 # Only the peers' identities may read this app's function keys, so only they can invoke it.

@@ -45,6 +45,17 @@ locals {
     }
   }
 
+  # The service account Cloud Scheduler presents to the SSFs' collector routes, and only to
+  # them (the hosts refuse it elsewhere, and refuse every other caller there). One for the
+  # environment: its ID, <environment>-sched-<6 hex of sha1("<environment>//cloud-scheduler")>,
+  # cannot be an SSF's (an SSF's hash is of "<environment>/<ssf>", and no SSF name has a "/").
+  scheduler_account_id = "${replace(substr(var.name, 0, 17), "/-+$/", "")}-sched-${substr(sha1("${var.name}//cloud-scheduler"), 0, 6)}"
+  scheduler = {
+    email  = "${local.scheduler_account_id}@${var.project}.iam.gserviceaccount.com"
+    member = "serviceAccount:${local.scheduler_account_id}@${var.project}.iam.gserviceaccount.com"
+    id     = "projects/${var.project}/serviceAccounts/${local.scheduler_account_id}@${var.project}.iam.gserviceaccount.com"
+  }
+
   services = {
     for s in var.ssfs : s => {
       name = local.service_names[s]
@@ -80,6 +91,24 @@ resource "google_service_account" "ssf" {
     precondition {
       condition     = length(distinct(values(local.account_ids))) == length(var.ssfs) && length(distinct(values(local.service_names))) == length(var.ssfs)
       error_message = "two SSFs of the environment would share a service account or service name."
+    }
+  }
+}
+
+# Cloud Scheduler's identity for the collectors' jobs: no role of its own; each SSF module lets
+# it invoke its service (the host admits it on the collector routes only). Cloud Scheduler's
+# service agent mints its ID tokens (its role, roles/cloudscheduler.serviceAgent, allows that
+# for the project's service accounts).
+resource "google_service_account" "scheduler" {
+  project      = var.project
+  account_id   = local.scheduler_account_id
+  display_name = "ssfkit ${var.name} scheduler"
+  description  = "Cloud Scheduler's identity for the collectors of ssfkit environment ${var.name}: the SSFs admit it on their collector routes only."
+
+  lifecycle {
+    precondition {
+      condition     = can(regex("^[a-z][-a-z0-9]{4,28}[a-z0-9]$", local.scheduler_account_id)) && !contains(values(local.account_ids), local.scheduler_account_id)
+      error_message = "the scheduler's service account ID ${local.scheduler_account_id} is not 6 to 30 lower-case letters, digits or hyphens, or is an SSF's."
     }
   }
 }

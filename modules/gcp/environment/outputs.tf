@@ -8,6 +8,7 @@ output "context" {
     encryption_key = var.encryption_key
     tags           = local.tags
     identities     = local.identities
+    scheduler      = local.scheduler
     services       = local.services
     bigtable = var.bigtable == null ? null : {
       instance = google_bigtable_instance.state[0].name
@@ -16,7 +17,7 @@ output "context" {
   }
 
   # The SSFs' resources use the service accounts, the key and the instance: they wait for them.
-  depends_on = [google_service_account.ssf, google_kms_crypto_key_iam_member.service_agents, google_bigtable_instance.state]
+  depends_on = [google_service_account.ssf, google_service_account.scheduler, google_kms_crypto_key_iam_member.service_agents, google_bigtable_instance.state]
 }
 
 output "name" {
@@ -38,6 +39,12 @@ output "identities" {
   description = "Each SSF's service account: SSF name to its email, IAM member (serviceAccount:EMAIL) and resource ID."
   value       = local.identities
   depends_on  = [google_service_account.ssf]
+}
+
+output "scheduler" {
+  description = "Cloud Scheduler's service account for the SSFs' collector jobs: its email, IAM member and resource ID."
+  value       = local.scheduler
+  depends_on  = [google_service_account.scheduler]
 }
 
 output "services" {

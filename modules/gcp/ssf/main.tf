@@ -54,14 +54,22 @@ locals {
     SSFKIT_MAX_ATTEMPTS           = tostring(var.max_attempts)
     SSFKIT_DEAD_LETTER_QUEUE      = "pubsub://${local.project}/${google_pubsub_topic.dead_letter.name}" # send only
     SSFKIT_PEERS                  = jsonencode({ for p in var.peers : p => local.env.services[p].url })
+    # Who the host admits (adapters/host/httphost, GoogleIDTokenVerifier): ID tokens for its
+    # own URL, of itself and its peers on /ssf and /spawn, of the push subscription's service
+    # account on /queue, of the scheduler's on the collector routes.
+    SSFKIT_AUDIENCE         = local.url
+    SSFKIT_CALLERS          = join(",", [for s in keys(local.invokers) : local.env.identities[s].email])
+    SSFKIT_PUSH_CALLER      = local.identity.email
+    SSFKIT_SCHEDULER_CALLER = local.env.scheduler.email
   }
 
   # Cloud Run's CPU follows memory: 1 CPU allows up to 4 GiB, 2 up to 8, 4 up to 16, 8 up to 32.
   cpu = var.memory_mb <= 4096 ? "1" : var.memory_mb <= 8192 ? "2" : var.memory_mb <= 16384 ? "4" : "8"
 
-  # Who may invoke the service: the SSF itself (Cloud Scheduler and the Pub/Sub push present its
-  # tokens) and its peers.
-  invokers = { for s in distinct(concat([var.name], var.peers)) : s => local.env.identities[s].member }
+  # Who may invoke the service: the SSF itself (the Pub/Sub push presents its tokens), its peers,
+  # and the environment's scheduler (the host admits it on the collector routes only).
+  invokers         = { for s in distinct(concat([var.name], var.peers)) : s => local.env.identities[s].member }
+  invoker_bindings = merge(local.invokers, { "(scheduler)" = local.env.scheduler.member })
 
   collectors = {
     intent_collector  = { route = "/intent-collector", every = var.intent_collector_every_minutes }
@@ -245,8 +253,9 @@ resource "google_pubsub_subscription" "this" {
 
 # One service serves the SSF (/ssf, /spawn), its queue (/queue) and both collectors. Ingress is
 # open because Pub/Sub and Cloud Scheduler call from outside any VPC, but every request must
-# carry an ID token of an identity with roles/run.invoker on this service, which only the SSF
-# and its peers have.
+# carry an ID token of an identity with roles/run.invoker on this service, which only the SSF,
+# its peers and the scheduler have; and the host checks the token again itself, with the caller
+# each route admits (SSFKIT_AUDIENCE, SSFKIT_*CALLER*).
 resource "google_cloud_run_v2_service" "this" {
   project              = local.project
   name                 = local.prefix
@@ -296,8 +305,9 @@ resource "google_cloud_run_v2_service" "this" {
 
 # --- Collectors --------------------------------------------------------------------------------
 
-# Cloud Scheduler posts to the collector routes with an ID token of the SSF's service account.
-# No retries: the next run is the retry. Cloud Scheduler bounds an HTTP attempt to 15 s..30 min.
+# Cloud Scheduler posts to the collector routes with an ID token of the environment's scheduler
+# service account, which the host admits there and nowhere else. No retries: the next run is
+# the retry. Cloud Scheduler bounds an HTTP attempt to 15 s..30 min.
 resource "google_cloud_scheduler_job" "collector" {
   for_each         = local.collectors
   project          = local.project
@@ -317,7 +327,7 @@ resource "google_cloud_scheduler_job" "collector" {
     http_method = "POST"
 
     oidc_token {
-      service_account_email = local.identity.email
+      service_account_email = local.env.scheduler.email
       audience              = local.url
     }
   }
@@ -381,9 +391,9 @@ resource "google_pubsub_subscription_iam_member" "subscriber" {
   member       = local.identity.member
 }
 
-# Its own service, for itself and its peers.
+# Its own service, for itself, its peers and the scheduler.
 resource "google_cloud_run_v2_service_iam_member" "invoker" {
-  for_each = local.invokers
+  for_each = local.invoker_bindings
   project  = local.project
   location = local.region
   name     = google_cloud_run_v2_service.this.name

@@ -14,7 +14,7 @@ variable "name" {
 }
 
 variable "environment" {
-  description = "The environment module's `context` output: project, region, key, labels, and every SSF's service account and service."
+  description = "The environment module's `context` output: project, region, key, labels, every SSF's service account and service, and the scheduler's service account."
   type = object({
     name           = string
     project        = string
@@ -27,6 +27,11 @@ variable "environment" {
       member = string
       id     = string
     }))
+    scheduler = object({
+      email  = string
+      member = string
+      id     = string
+    })
     services = map(object({
       name = string
       url  = string

@@ -449,8 +449,16 @@ run "applies" {
     error_message = "only the caller's identity may get the invoker role, on this SSF's app"
   }
 
+  # The SSF reads its own app's keys, to check its callers' keys itself: listkeys on its app only.
   assert {
-    condition = !contains(concat([for a in azurerm_role_assignment.peer_invoker : a.principal_id], [for a in azurerm_role_assignment.own : a.principal_id]),
+    condition = (azurerm_role_assignment.own_keys.scope == output.function_id &&
+      azurerm_role_assignment.own_keys.role_definition_id == var.environment.peer_invoker_role_definition_id &&
+    azurerm_role_assignment.own_keys.principal_id == var.environment.identities.counter.principal_id)
+    error_message = "the SSF's identity must be able to list its own app's keys, and no other's"
+  }
+
+  assert {
+    condition = !contains(concat([for a in azurerm_role_assignment.peer_invoker : a.principal_id], [for a in azurerm_role_assignment.own : a.principal_id], [azurerm_role_assignment.own_keys.principal_id]),
     var.environment.identities.other.principal_id)
     error_message = "an SSF that is not a peer must get nothing"
   }
@@ -491,6 +499,7 @@ run "applies" {
         AzureFunctionsJobHost__extensions__queues__visibilityTimeout = "00:00:30"
         SSFKIT_RELAUNCH_DELAY_SECONDS                                = "120"
         SSFKIT_AZURE_SITES                                           = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/ssfkit-tftest/providers/Microsoft.Web/sites"
+        SSFKIT_AZURE_SITE                                            = output.function_id
         AZURE_CLIENT_ID                                              = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
         SSFKIT_QUEUE_NAME                                            = "starts"
         SSFKIT_QUEUE_CONNECTION__queueServiceUri                     = "https://tftestcounter58511336.queue.core.windows.net"

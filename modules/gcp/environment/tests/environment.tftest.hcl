@@ -233,3 +233,34 @@ run "makes_a_bigtable_instance" {
     error_message = "the context must name the instance and its cluster: ${jsonencode(output.context.bigtable)}"
   }
 }
+
+# Cloud Scheduler's identity: one service account for the environment's collector jobs, named
+# apart from every SSF's, even an SSF named sched.
+run "names_the_scheduler" {
+  variables {
+    project_number = "123456789012"
+    ssfs           = ["teller", "sched", "Sched_2"]
+  }
+
+  assert {
+    condition = (can(regex("^tftest-sched-[0-9a-f]{6}$", google_service_account.scheduler.account_id)) &&
+      output.scheduler.email == "${google_service_account.scheduler.account_id}@tftest-project.iam.gserviceaccount.com" &&
+      output.scheduler.member == "serviceAccount:${output.scheduler.email}" &&
+      output.scheduler.id == "projects/tftest-project/serviceAccounts/${output.scheduler.email}" &&
+      output.context.scheduler == output.scheduler &&
+    !contains([for a in google_service_account.ssf : a.account_id], google_service_account.scheduler.account_id))
+    error_message = "the scheduler's service account is ${google_service_account.scheduler.account_id} (${jsonencode(output.scheduler)})"
+  }
+}
+
+run "names_the_scheduler_of_a_long_environment" {
+  variables {
+    name           = "a-long-environment-name1"
+    project_number = "123456789012"
+  }
+
+  assert {
+    condition     = can(regex("^a-long-environmen-sched-[0-9a-f]{6}$", google_service_account.scheduler.account_id)) && length(google_service_account.scheduler.account_id) <= 30
+    error_message = "the scheduler's service account ID is ${google_service_account.scheduler.account_id}"
+  }
+}

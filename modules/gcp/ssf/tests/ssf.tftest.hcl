@@ -319,6 +319,10 @@ run "plans" {
       SSFKIT_MAX_ATTEMPTS           = "10"
       SSFKIT_DEAD_LETTER_QUEUE      = "pubsub://tftest-project/tftest-counter-dead-letter"
       SSFKIT_PEERS                  = jsonencode({ caller = "https://tftest-caller-123456789012.europe-west1.run.app" })
+      SSFKIT_AUDIENCE               = "https://tftest-counter-123456789012.europe-west1.run.app"
+      SSFKIT_CALLERS                = "tftest-caller@tftest-project.iam.gserviceaccount.com,tftest-counter@tftest-project.iam.gserviceaccount.com"
+      SSFKIT_PUSH_CALLER            = "tftest-counter@tftest-project.iam.gserviceaccount.com"
+      SSFKIT_SCHEDULER_CALLER       = run.environment.context.scheduler.email
     }
     error_message = "the service's environment is ${jsonencode(google_cloud_run_v2_service.this.template[0].containers[0].env)}"
   }
@@ -381,7 +385,7 @@ run "plans" {
     error_message = "dead letters must be kept 7 days on a pull subscription, and neither subscription may expire"
   }
 
-  # The collectors: POSTs to their routes every N minutes, with the SSF's token, no retries.
+  # The collectors: POSTs to their routes every N minutes, with the scheduler's token, no retries.
   assert {
     condition     = google_cloud_scheduler_job.collector["intent_collector"].schedule == "*/1 * * * *" && google_cloud_scheduler_job.collector["intent_collector"].http_target[0].uri == "https://tftest-counter-123456789012.europe-west1.run.app/intent-collector"
     error_message = "the intent collector must run every minute on its route"
@@ -394,9 +398,9 @@ run "plans" {
 
   assert {
     condition = alltrue([for j in google_cloud_scheduler_job.collector :
-      j.http_target[0].http_method == "POST" && j.http_target[0].oidc_token[0].service_account_email == output.identity && j.retry_config[0].retry_count == 0 && j.attempt_deadline == "60s" && j.region == "europe-west1"
+      j.http_target[0].http_method == "POST" && j.http_target[0].oidc_token[0].service_account_email == run.environment.context.scheduler.email && j.http_target[0].oidc_token[0].audience == "https://tftest-counter-123456789012.europe-west1.run.app" && j.retry_config[0].retry_count == 0 && j.attempt_deadline == "60s" && j.region == "europe-west1"
     ])
-    error_message = "the scheduler must POST with the SSF's token, no retries, the function's timeout as deadline"
+    error_message = "the scheduler must POST with the scheduler's token for the service, no retries, the function's timeout as deadline"
   }
 
   assert {
@@ -421,8 +425,8 @@ run "plans" {
   }
 
   assert {
-    condition     = keys(google_cloud_run_v2_service_iam_member.invoker) == ["caller", "counter"] && alltrue([for k, b in google_cloud_run_v2_service_iam_member.invoker : b.name == "tftest-counter" && b.role == "roles/run.invoker" && b.member == run.environment.identities[k].member])
-    error_message = "only the SSF and its peer may invoke its service"
+    condition     = keys(google_cloud_run_v2_service_iam_member.invoker) == ["(scheduler)", "caller", "counter"] && alltrue([for k, b in google_cloud_run_v2_service_iam_member.invoker : b.name == "tftest-counter" && b.role == "roles/run.invoker" && b.member == (k == "(scheduler)" ? run.environment.context.scheduler.member : run.environment.identities[k].member)])
+    error_message = "only the SSF, its peer and the scheduler may invoke its service"
   }
 
   assert {
@@ -485,7 +489,7 @@ run "applies" {
   }
 
   assert {
-    condition     = keys(google_cloud_run_v2_service_iam_member.invoker) == ["caller", "counter"] && alltrue([for b in google_cloud_run_v2_service_iam_member.invoker : b.name == google_cloud_run_v2_service.this.name])
+    condition     = keys(google_cloud_run_v2_service_iam_member.invoker) == ["(scheduler)", "caller", "counter"] && alltrue([for b in google_cloud_run_v2_service_iam_member.invoker : b.name == google_cloud_run_v2_service.this.name])
     error_message = "the invokers must be bound on the SSF's own service"
   }
 }
