@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -24,15 +25,32 @@ const upSynopsis = `Stands an environment up and writes its ssfkit config (--con
                  terraform init, plan, the policies (policies/) on the plan, apply, in --dir
                  (default modules/CLOUD/examples/bank), then the root module's ssfkit_config
                  output. A plan the policies deny is not applied. --endpoint points the AWS
-                 provider at an emulator such as moto.`
+                 provider at an emulator such as moto. Providers come from the machine's mirror
+                 (SSFKIT_TF_MIRROR, default /opt/tf-plugins) and the project's
+                 (.ssfkit/tf-mirror), unless your Terraform CLI configuration exists; state,
+                 Terraform's data and a log of its whole output go to --state-dir, outside
+                 the source tree; each step prints one line.`
 
 const downSynopsis = `Destroys what 'ssfkit up' stood up: terraform destroy in --dir for a cloud, the SQLite
-database for local; then removes the config file.`
+database for local; then removes the config file. On a cloud, an environment whose state is
+protected (deletion protection, the modules' default) is refused before anything is destroyed,
+with the command that lifts it (--lift-protection, which asks first).`
+
+// stdin is where down reads the answer to its question (a test replaces it).
+var stdin io.Reader = os.Stdin
+
+// confirm asks question on out and reads a yes from in.
+func confirm(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes"
+}
 
 // deployFlags are the flags up and down share.
 type deployFlags struct {
-	cloud, dir, endpoint, config, app *string
-	varFiles, vars                    stringList
+	cloud, dir, endpoint, config, app, stateDir *string
+	varFiles, vars                              stringList
 }
 
 type stringList []string
@@ -47,6 +65,7 @@ func registerDeployFlags(fs *flag.FlagSet) *deployFlags {
 		endpoint: fs.String("endpoint", "", "aws: an emulator's `URL` (moto), for the provider and in the written config"),
 		config:   fs.String("config", "ssfkit.json", "the ssfkit config `file` to write (down: to remove)"),
 		app:      fs.String("app", defaultExample, "local: the example whose SSFs get tables: "+exampleNames()),
+		stateDir: fs.String("state-dir", "", "where the environment's Terraform state, data directory and logs go (default .ssfkit/deploy/CLOUD-DIRNAME-HASH; a backend the root module configures keeps the state)"),
 	}
 	fs.Var(&f.varFiles, "var-file", "a Terraform variables `file` (repeatable)")
 	fs.Var(&f.vars, "var", "a Terraform variable, `NAME=VALUE` (repeatable)")
@@ -61,7 +80,14 @@ func (f *deployFlags) options(stderr io.Writer) (deploy.Options, error) {
 	if dir == "" {
 		dir = filepath.Join("modules", *f.cloud, "examples", "bank")
 	}
-	o := deploy.Options{Cloud: *f.cloud, Dir: dir, VarFiles: f.varFiles, Vars: f.vars, Endpoint: *f.endpoint, Progress: stderr}
+	stateDir := *f.stateDir
+	if stateDir == "" {
+		var err error
+		if stateDir, err = deploy.DefaultStateDir(*f.cloud, dir); err != nil {
+			return deploy.Options{}, err
+		}
+	}
+	o := deploy.Options{Cloud: *f.cloud, Dir: dir, StateDir: stateDir, VarFiles: f.varFiles, Vars: f.vars, Endpoint: *f.endpoint, Progress: stderr}
 	if tf := filepath.Join(".ssfkit", "tools", "bin", "terraform"); fileExists(tf) {
 		o.Terraform, _ = filepath.Abs(tf) // `make tools` built it in this checkout
 	}
@@ -139,6 +165,8 @@ func upLocal(appName, path string, stdout io.Writer) error {
 func runDown(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("down", downSynopsis, stderr)
 	f := registerDeployFlags(fs)
+	lift := fs.Bool("lift-protection", false, "when deletion protection keeps the state, turn it off first (an apply with the root module's throwaway=true or deletion_protection=false), after asking")
+	yes := fs.Bool("yes", false, "answer yes to --lift-protection's question (the data in the protected resources is destroyed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -148,6 +176,14 @@ func runDown(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o, err := f.options(stderr)
 	if err != nil {
 		return err
+	}
+	o.LiftProtection = *lift
+	o.Confirm = func(question string) bool {
+		if *yes {
+			fmt.Fprintf(stderr, "down: %s yes (--yes)\n", question)
+			return true
+		}
+		return confirm(stdin, stderr, question)
 	}
 	if err := deploy.Down(ctx, o); err != nil {
 		return err

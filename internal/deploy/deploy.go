@@ -5,7 +5,6 @@
 package deploy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -142,6 +142,15 @@ type Options struct {
 	Terraform string
 	// Env is added to Terraform's environment (e.g. TF_CLI_CONFIG_FILE).
 	Env []string
+	// StateDir holds what Terraform keeps of this environment, outside the root module: its
+	// state (unless the root module configures a backend), Terraform's data directory, the CLI
+	// configuration naming the provider mirrors found, and a log of every command's output.
+	StateDir string
+	// LiftProtection lets Down turn deletion protection off (an apply with the root module's
+	// throwaway = true or deletion_protection = false) before it destroys, once Confirm agrees.
+	LiftProtection bool
+	// Confirm asks the user a yes/no question (nil: the answer is no).
+	Confirm func(question string) bool
 	// AcceptWarnings applies a plan the policies only warn about (each warning is printed as
 	// accepted). Nothing applies a plan they deny: a denial is a rule the plan breaks, or a
 	// value the policies cannot see and so cannot prove safe.
@@ -166,23 +175,25 @@ type Result struct {
 // Up runs init, plan, the policies on the plan, and apply in o.Dir, and returns the config its
 // ssfkit_config output describes.
 func Up(ctx context.Context, o Options) (*Result, error) {
-	if err := o.check(); err != nil {
+	s, err := o.start("up")
+	if err != nil {
 		return nil, err
 	}
+	defer s.close()
 	steps := 6
 	if o.Cloud == "azure" {
 		steps++
 	}
-	if err := o.step(ctx, 1, steps, "init", "init", "-input=false", "-no-color"); err != nil {
+	if err := s.step(ctx, 1, steps, "init", "init", "-input=false", "-no-color"); err != nil {
 		return nil, err
 	}
-	plan := filepath.Join(o.Dir, "ssfkit-up.tfplan")
+	plan := filepath.Join(o.StateDir, "up.tfplan")
 	defer os.Remove(plan)
-	if err := o.step(ctx, 2, steps, "plan", append([]string{"plan", "-input=false", "-no-color", "-out", plan}, o.varArgs()...)...); err != nil {
+	if err := s.step(ctx, 2, steps, "plan", append(append([]string{"plan", "-input=false", "-no-color", "-out", plan}, s.stateArgs()...), o.varArgs()...)...); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Progress, "up: [3/%d] policies on the plan\n", steps)
-	js, err := o.capture(ctx, "show", "-json", plan)
+	s.say("[3/%d] policies on the plan", steps)
+	js, err := s.capture(ctx, "show", "-json", plan)
 	if err != nil {
 		return nil, err
 	}
@@ -191,10 +202,10 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	for _, w := range verdict.Warn {
-		fmt.Fprintf(o.Progress, "up:   warning: %s\n", w)
+		s.say("  warning: %s", w)
 	}
 	for _, d := range verdict.Deny {
-		fmt.Fprintf(o.Progress, "up:   VIOLATION: %s\n", d)
+		s.say("  VIOLATION: %s", d)
 	}
 	if len(verdict.Deny) > 0 {
 		return &Result{Verdict: verdict}, fmt.Errorf("up: the plan violates %d policies (policies/README.md); nothing was applied", len(verdict.Deny))
@@ -204,25 +215,26 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 			return &Result{Verdict: verdict}, fmt.Errorf("up: the policies warn about %d things in the plan; nothing was applied: fix them, or apply anyway with --accept-warnings (the plan is checked again after the apply, with every value known)", len(verdict.Warn))
 		}
 		for _, w := range verdict.Warn {
-			fmt.Fprintf(o.Progress, "up:   ACCEPTED warning (--accept-warnings): %s\n", w)
+			s.say("  ACCEPTED warning (--accept-warnings): %s", w)
 		}
 	}
-	fmt.Fprintf(o.Progress, "up:   %d violations, %d warnings\n", len(verdict.Deny), len(verdict.Warn))
-	if err := o.step(ctx, 4, steps, "apply", "apply", "-input=false", "-no-color", plan); err != nil {
+	s.say("  %d violations, %d warnings", len(verdict.Deny), len(verdict.Warn))
+	if err := s.step(ctx, 4, steps, "apply", append(append([]string{"apply", "-input=false", "-no-color"}, s.stateArgs()...), plan)...); err != nil {
 		return &Result{Verdict: verdict}, err
 	}
 	res := &Result{Verdict: verdict}
-	if err := o.checkApplied(ctx, 5, steps, res); err != nil {
+	if err := s.checkApplied(ctx, 5, steps, res); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(o.Progress, "up: [6/%d] reading ssfkit_config\n", steps)
-	cfg, err := o.readConfig(ctx)
+	s.say("[6/%d] reading ssfkit_config", steps)
+	cfg, err := s.readConfig(ctx)
 	if err != nil {
 		return res, err
 	}
 	res.Config = cfg
+	s.hint()
 	if o.Cloud == "azure" {
-		fmt.Fprintf(o.Progress, "up: [7/%d] syncing the function apps' triggers\n", steps)
+		s.say("[7/%d] syncing the function apps' triggers", steps)
 		return res, o.syncTriggers(ctx, cfg)
 	}
 	return res, nil
@@ -232,13 +244,14 @@ func Up(ctx context.Context, o Options) (*Result, error) {
 // that plan and lists what it would still change (drift from what was approved). A violation
 // only visible now (a policy document built from ARNs) fails up: the environment stands, and
 // must be fixed or taken down.
-func (o *Options) checkApplied(ctx context.Context, n, steps int, res *Result) error {
-	after := filepath.Join(o.Dir, "ssfkit-up-applied.tfplan")
+func (s *session) checkApplied(ctx context.Context, n, steps int, res *Result) error {
+	o := s.o
+	after := filepath.Join(o.StateDir, "up-applied.tfplan")
 	defer os.Remove(after)
-	if err := o.step(ctx, n, steps, "plan of what was applied", append([]string{"plan", "-input=false", "-no-color", "-out", after}, o.varArgs()...)...); err != nil {
+	if err := s.step(ctx, n, steps, "plan of what was applied", append(append([]string{"plan", "-input=false", "-no-color", "-out", after}, s.stateArgs()...), o.varArgs()...)...); err != nil {
 		return err
 	}
-	js, err := o.capture(ctx, "show", "-json", after)
+	js, err := s.capture(ctx, "show", "-json", after)
 	if err != nil {
 		return err
 	}
@@ -262,15 +275,15 @@ func (o *Options) checkApplied(ctx context.Context, n, steps int, res *Result) e
 		}
 	}
 	for _, d := range res.Drift {
-		fmt.Fprintf(o.Progress, "up:   drift: %s would still change\n", d)
+		s.say("  drift: %s would still change", d)
 	}
 	for _, w := range res.Applied.Warn {
-		fmt.Fprintf(o.Progress, "up:   warning after apply: %s\n", w)
+		s.say("  warning after apply: %s", w)
 	}
 	for _, d := range res.Applied.Deny {
-		fmt.Fprintf(o.Progress, "up:   VIOLATION after apply: %s\n", d)
+		s.say("  VIOLATION after apply: %s", d)
 	}
-	fmt.Fprintf(o.Progress, "up:   after apply: %d violations, %d warnings, %d resources drifting\n", len(res.Applied.Deny), len(res.Applied.Warn), len(res.Drift))
+	s.say("  after apply: %d violations, %d warnings, %d resources drifting", len(res.Applied.Deny), len(res.Applied.Warn), len(res.Drift))
 	if len(res.Applied.Deny) > 0 {
 		return fmt.Errorf("up: applied, but what was applied violates %d policies (values the plan could only show after apply; policies/README.md): fix the configuration and run up again, or take it down with ssfkit down", len(res.Applied.Deny))
 	}
@@ -336,15 +349,171 @@ func (o *Options) retry(ctx context.Context, what string, fn func() error) error
 	}
 }
 
-// Down destroys what Up created in o.Dir.
+// Down destroys what Up created in o.Dir. It refuses, before destroying anything, an
+// environment whose state is protected (deletion protection on its tables, databases or
+// storage), unless LiftProtection is set and Confirm agrees: then it first applies the root
+// module with its protection variable turned off.
 func Down(ctx context.Context, o Options) error {
-	if err := o.check(); err != nil {
+	s, err := o.start("down")
+	if err != nil {
 		return err
 	}
-	if err := o.step(ctx, 1, 2, "init", "init", "-input=false", "-no-color"); err != nil {
+	defer s.close()
+	if err := s.step(ctx, 1, 3, "init", "init", "-input=false", "-no-color"); err != nil {
 		return err
 	}
-	return o.step(ctx, 2, 2, "destroy", append([]string{"destroy", "-auto-approve", "-input=false", "-no-color"}, o.varArgs()...)...)
+	s.say("[2/3] deletion protection")
+	protected, err := s.protected(ctx)
+	if err != nil {
+		return err
+	}
+	vars := o.varArgs()
+	if len(protected) > 0 {
+		lift, err := s.liftProtection(ctx, protected)
+		if err != nil {
+			return err
+		}
+		vars = append(vars, lift)
+	} else {
+		s.say("  nothing is protected")
+	}
+	if err := s.step(ctx, 3, 3, "destroy", append(append([]string{"destroy", "-auto-approve", "-input=false", "-no-color"}, s.stateArgs()...), vars...)...); err != nil {
+		left, lerr := s.remaining(ctx)
+		if lerr != nil || len(left) == 0 {
+			return err
+		}
+		return fmt.Errorf("%w\ndown: %d resources remain in the state (ssfkit down again destroys them once the cause is fixed):\n  %s", err, len(left), strings.Join(left, "\n  "))
+	}
+	return nil
+}
+
+// protectionVariables are the root-module variables that turn the modules' deletion
+// protection off, and the value that does: the examples' throwaway, or deletion_protection.
+var protectionVariables = []struct{ name, off string }{{"throwaway", "true"}, {"deletion_protection", "false"}}
+
+// liftProtection turns protection off with an apply, once the user agrees, and returns the
+// variable argument that keeps it off for the destroy.
+func (s *session) liftProtection(ctx context.Context, protected []string) (string, error) {
+	o := s.o
+	listing := "  " + strings.Join(protected, "\n  ")
+	variable := ""
+	for _, v := range protectionVariables {
+		if declared, err := declaresVariable(o.Dir, v.name); err != nil {
+			return "", err
+		} else if declared {
+			variable = "-var=" + v.name + "=" + v.off
+			break
+		}
+	}
+	if variable == "" {
+		return "", fmt.Errorf("down: deletion protection keeps %d resources, and nothing was destroyed:\n%s\nTurn it off in %s (deletion_protection = false on the ssf modules), run ssfkit up, then ssfkit down again", len(protected), listing, o.Dir)
+	}
+	if !o.LiftProtection {
+		return "", fmt.Errorf("down: deletion protection keeps %d resources, and nothing was destroyed:\n%s\nTo destroy them with their data, run ssfkit down again with --lift-protection (it applies %s first, asking you to confirm)", len(protected), listing, strings.TrimPrefix(variable, "-var="))
+	}
+	if o.Confirm == nil || !o.Confirm(fmt.Sprintf("Destroy %d protected resources and the data in them (%s)?", len(protected), strings.Join(protected, ", "))) {
+		return "", errors.New("down: not confirmed; nothing was destroyed")
+	}
+	if err := s.step(ctx, 2, 3, "apply with deletion protection off", append(append([]string{"apply", "-auto-approve", "-input=false", "-no-color"}, s.stateArgs()...), append(o.varArgs(), variable)...)...); err != nil {
+		return "", err
+	}
+	return variable, nil
+}
+
+func declaresVariable(dir, name string) (bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	if err != nil {
+		return false, err
+	}
+	re := regexp.MustCompile(`(?m)^\s*variable\s+"` + regexp.QuoteMeta(name) + `"`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false, err
+		}
+		if re.Match(b) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// protected lists the resources of the state that refuse deletion: deletion protection on
+// (DynamoDB tables, Firestore databases, Bigtable, Cloud Run), Azure management locks and the
+// Azure module's deletion guard.
+func (s *session) protected(ctx context.Context) ([]string, error) {
+	args := []string{"show", "-json", "-no-color"}
+	if s.state != "" {
+		if _, err := os.Stat(s.state); err != nil {
+			return nil, nil // no state: nothing to protect (or to destroy)
+		}
+		args = append(args, s.state)
+	}
+	js, err := s.capture(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	var state struct {
+		Values *struct {
+			RootModule stateModule `json:"root_module"`
+		} `json:"values"`
+	}
+	if err := json.Unmarshal(js, &state); err != nil {
+		return nil, fmt.Errorf("down: terraform show -json: %w", err)
+	}
+	if state.Values == nil {
+		return nil, nil
+	}
+	var found []string
+	state.Values.RootModule.walk(func(r stateResource) {
+		if isProtected(r) {
+			found = append(found, r.Address)
+		}
+	})
+	slices.Sort(found)
+	return found, nil
+}
+
+type stateResource struct {
+	Address string         `json:"address"`
+	Type    string         `json:"type"`
+	Values  map[string]any `json:"values"`
+}
+
+type stateModule struct {
+	Resources    []stateResource `json:"resources"`
+	ChildModules []stateModule   `json:"child_modules"`
+}
+
+func (m stateModule) walk(fn func(stateResource)) {
+	for _, r := range m.Resources {
+		fn(r)
+	}
+	for _, c := range m.ChildModules {
+		c.walk(fn)
+	}
+}
+
+func isProtected(r stateResource) bool {
+	v := r.Values
+	switch {
+	case r.Type == "azurerm_management_lock":
+		return true
+	case r.Type == "terraform_data":
+		out, _ := v["output"].(map[string]any)
+		return out != nil && out["protected"] == true
+	}
+	return v["deletion_protection_enabled"] == true || v["deletion_protection"] == true || v["deletion_protection"] == "PROTECTED" ||
+		v["delete_protection_state"] == "DELETE_PROTECTION_ENABLED" || v["deletion_policy"] == "PREVENT"
+}
+
+// remaining lists the resources still in the state.
+func (s *session) remaining(ctx context.Context) ([]string, error) {
+	out, err := s.capture(ctx, append([]string{"state", "list"}, s.stateArgs()...)...)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(out)), nil
 }
 
 func (o *Options) check() error {
@@ -397,69 +566,10 @@ func (o *Options) varArgs() []string {
 	return args
 }
 
-func (o *Options) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, o.Terraform, args...)
-	cmd.Dir = o.Dir
-	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1")
-	if o.Endpoint != "" {
-		cmd.Env = append(cmd.Env, "AWS_ENDPOINT_URL="+o.Endpoint)
-	}
-	cmd.Env = append(cmd.Env, o.Env...)
-	return cmd
-}
-
-// step runs a terraform command, streaming its output as indented progress lines; a failure
-// returns the command's last lines with the error.
-func (o *Options) step(ctx context.Context, n, of int, what string, args ...string) error {
-	fmt.Fprintf(o.Progress, "up: [%d/%d] terraform %s (in %s)\n", n, of, what, o.Dir)
-	start := time.Now()
-	cmd := o.command(ctx, args...)
-	r, w := io.Pipe()
-	cmd.Stdout, cmd.Stderr = w, w
-	tail := make([]string, 0, 20)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			fmt.Fprintf(o.Progress, "up:   %s\n", line)
-			if len(tail) == cap(tail) {
-				tail = tail[1:]
-			}
-			tail = append(tail, line)
-		}
-		_, _ = io.Copy(io.Discard, r)
-	}()
-	err := cmd.Run()
-	w.Close()
-	<-done
-	if err != nil {
-		return fmt.Errorf("up: terraform %s failed (%v):\n%s", what, err, strings.Join(tail, "\n"))
-	}
-	fmt.Fprintf(o.Progress, "up:   terraform %s done in %s\n", what, time.Since(start).Round(100*time.Millisecond))
-	return nil
-}
-
-// capture runs a terraform command and returns its standard output.
-func (o *Options) capture(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := o.command(ctx, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("up: terraform %s: %v\n%s", args[0], err, stderr.String())
-	}
-	return out, nil
-}
-
 // readConfig reads the root module's ssfkit_config output.
-func (o *Options) readConfig(ctx context.Context) (*Config, error) {
-	js, err := o.capture(ctx, "output", "-json")
+func (s *session) readConfig(ctx context.Context) (*Config, error) {
+	o := s.o
+	js, err := s.capture(ctx, append([]string{"output", "-json"}, s.stateArgs()...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -89,14 +89,14 @@ func TestUpAppliesOnlyWhatItCanCheck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var progress bytes.Buffer
 			bin, log := fakeTerraform(t, c.before, clean)
-			res, err := Up(context.Background(), Options{Cloud: "aws", Dir: rootModule(t), Terraform: bin, Progress: &progress, AcceptWarnings: c.accept})
+			res, err := Up(context.Background(), Options{Cloud: "aws", Dir: rootModule(t), StateDir: t.TempDir(), Terraform: bin, Progress: &progress, AcceptWarnings: c.accept})
 			if c.wantErr == "" && (err != nil || res.Config == nil) || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
 				t.Fatalf("err %v, want %q\n%s", err, c.wantErr, progress.String())
 			}
 			if got := commands(t, log); got != c.want {
 				t.Errorf("terraform ran %q, want %q", got, c.want)
 			}
-			if accepted := strings.Contains(progress.String(), "ACCEPTED warning (--accept-warnings): azurerm_resource_group_template_deployment.app"); accepted != (name == "warning accepted") {
+			if accepted := strings.Contains(progress.String(), "ACCEPTED warning (--accept-warnings): [delivery_window] azurerm_resource_group_template_deployment.app"); accepted != (name == "warning accepted") {
 				t.Errorf("accepted warning logged: %v\n%s", accepted, progress.String())
 			}
 		})
@@ -116,7 +116,7 @@ func TestUpChecksWhatWasApplied(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var progress bytes.Buffer
 			bin, _ := fakeTerraform(t, planOf(ssfRole, unknownTemplate), c.after)
-			res, err := Up(context.Background(), Options{Cloud: "aws", Dir: rootModule(t), Terraform: bin, Progress: &progress, AcceptWarnings: true})
+			res, err := Up(context.Background(), Options{Cloud: "aws", Dir: rootModule(t), StateDir: t.TempDir(), Terraform: bin, Progress: &progress, AcceptWarnings: true})
 			if c.wantErr == "" {
 				if err != nil || len(res.Applied.Deny) != 0 || res.Config == nil {
 					t.Fatalf("%v %+v\n%s", err, res, progress.String())

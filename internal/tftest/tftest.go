@@ -19,11 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/internal/testservers"
 )
-
-// DefaultMirror is where machines of this project's kind keep mirrored providers.
-const DefaultMirror = "/opt/tf-plugins"
 
 // Terraform is a terraform CLI set up for one test.
 type Terraform struct {
@@ -51,38 +49,16 @@ func New(t testing.TB, env ...string) *Terraform {
 	return &Terraform{t: t, bin: bin, env: append(base, env...)}
 }
 
-// ProjectMirror is where `make tools` builds the providers no mirror here holds (Google,
-// AzureRM), relative to the repository root.
-const ProjectMirror = ".ssfkit/tf-mirror"
-
-// cliConfig installs providers from the mirrors that exist: the machine's (SSFKIT_TF_MIRROR,
-// default /opt/tf-plugins) and the project's. Only what a mirror holds comes from it; anything
-// else still comes from the registry, into a plugin cache kept under .ssfkit.
+// cliConfig installs providers as `ssfkit up` does (deploy.FindMirrors): from the machine's
+// mirror and the project's; anything else from the registry, into a plugin cache kept under
+// .ssfkit.
 func cliConfig(root string) string {
-	machine := os.Getenv("SSFKIT_TF_MIRROR")
-	if machine == "" {
-		machine = DefaultMirror
+	if cfg := deploy.CLIConfig(deploy.FindMirrors(root)); cfg != "" {
+		return cfg
 	}
-	var mirrors, all []string
-	for _, mirror := range []string{machine, filepath.Join(root, ProjectMirror)} {
-		var held []string
-		if providers, err := filepath.Glob(filepath.Join(mirror, "registry.terraform.io", "*", "*")); err == nil {
-			for _, p := range providers {
-				rel, _ := filepath.Rel(mirror, p)
-				held = append(held, fmt.Sprintf("%q", filepath.ToSlash(rel)))
-			}
-		}
-		if len(held) > 0 {
-			mirrors = append(mirrors, fmt.Sprintf("  filesystem_mirror {\n    path    = %q\n    include = [%s]\n  }\n", mirror, strings.Join(held, ", ")))
-			all = append(all, held...)
-		}
-	}
-	if len(mirrors) == 0 {
-		cache := filepath.Join(root, ".ssfkit", "tf-plugin-cache")
-		_ = os.MkdirAll(cache, 0o755)
-		return fmt.Sprintf("plugin_cache_dir = %q\n", cache)
-	}
-	return fmt.Sprintf("provider_installation {\n%s  direct {\n    exclude = [%s]\n  }\n}\n", strings.Join(mirrors, ""), strings.Join(all, ", "))
+	cache := filepath.Join(root, ".ssfkit", "tf-plugin-cache")
+	_ = os.MkdirAll(cache, 0o755)
+	return fmt.Sprintf("plugin_cache_dir = %q\n", cache)
 }
 
 // CopyModules copies the repository's modules directory into a temporary directory and

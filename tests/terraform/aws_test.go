@@ -83,7 +83,7 @@ func TestAWS(t *testing.T) {
 		// plan of a fresh environment (no violation; the identities' policies are known only
 		// after apply, so up checks them on a plan it makes after it), apply, the config.
 		dir := filepath.Join(modules, "aws", "examples", "bank")
-		o := deploy.Options{Cloud: "aws", Dir: dir, Vars: []string{"throwaway=true", "artifact=" + artifact}, Endpoint: moto,
+		o := deploy.Options{Cloud: "aws", Dir: dir, StateDir: t.TempDir(), Vars: []string{"throwaway=true", "artifact=" + artifact}, Endpoint: moto,
 			Terraform: tf.Bin(), Env: tf.Env(), Progress: testWriter{t}}
 		res, err := deploy.Up(ctx, o)
 		defer func() {
