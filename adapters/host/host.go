@@ -7,7 +7,9 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -38,6 +41,12 @@ type Config struct {
 	// MaxAttempts bounds the intent collector's launches of an unfinished instance
 	// (SSFKIT_MAX_ATTEMPTS; ssf.Config.MaxAttempts).
 	MaxAttempts int
+	// MaxReceiveCount is how many times the platform delivers a failing start before its own
+	// dead-letter policy moves it (SSFKIT_MAX_RECEIVE_COUNT, the module's max_receive_count:
+	// SQS's maxReceiveCount, the queue trigger's maxDequeueCount, Pub/Sub's
+	// max_delivery_attempts); 0 if unknown. On that delivery the host dead-letters a start
+	// that fails itself, with the reason (Function.HandleQueued).
+	MaxReceiveCount int
 	// Peers are the base URLs of the functions of the SSFs this one calls, by SSF name
 	// (SSFKIT_PEERS, a JSON object; the HTTP hosts' modules set it).
 	Peers map[string]string
@@ -68,12 +77,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		*d.to = time.Duration(s) * time.Second
 	}
-	if raw := getenv("SSFKIT_MAX_ATTEMPTS"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n <= 0 {
-			return c, fmt.Errorf("SSFKIT_MAX_ATTEMPTS=%q must be a positive whole number", raw)
+	for _, n := range []struct {
+		name string
+		to   *int
+	}{{"SSFKIT_MAX_ATTEMPTS", &c.MaxAttempts}, {"SSFKIT_MAX_RECEIVE_COUNT", &c.MaxReceiveCount}} {
+		raw := getenv(n.name)
+		if raw == "" {
+			continue
 		}
-		c.MaxAttempts = n
+		v, err := strconv.Atoi(raw)
+		if err != nil || v <= 0 {
+			return c, fmt.Errorf("%s=%q must be a positive whole number", n.name, raw)
+		}
+		*n.to = v
 	}
 	if raw := getenv("SSFKIT_QUEUE_MESSAGE_TTL_SECONDS"); raw != "" {
 		// The ssf module bounds how long a start may wait in the queue below T (docs/protocol.md,
@@ -173,12 +189,56 @@ func (f *Function) CollectGarbage(ctx context.Context) (GarbageReport, error) {
 	return GarbageReport{GCReport: gc, Logs: logs}, err
 }
 
-// deadLetter sends the record of an instance the collectors recorded as failed.
+// deadLetter sends the record of an instance the collectors recorded as failed: its failures
+// span its first execution to its last.
 func (f *Function) deadLetter(ctx context.Context, failed ssf.Failure) error {
 	rec := queue.DeadLetter{Source: "ssf://" + failed.SSF, MessageID: failed.InstanceID, Attempts: failed.Launches,
-		Error: failed.Error, Time: failed.Time}
-	_, err := f.DeadLetter.Send(ctx, rec.Encode())
+		Error: failed.Error, FirstFailure: failed.FirstExecution, LastFailure: failed.LastExecution, Time: failed.Time}
+	_, err := queue.WriteDeadLetter(ctx, f.DeadLetter, rec)
 	return err
+}
+
+// deadLetterTimeout bounds the write of a dead-letter record after a queued start failed.
+const deadLetterTimeout = 10 * time.Second
+
+// HandleQueued runs one asynchronous start the platform delivered from the SSF's queue
+// (m.Attempts is the platform's delivery count, 0 if it does not say) and reports whether the
+// platform is done with it: nil, or the error for which it must deliver the message again.
+//
+// The host dead-letters what it can itself, so that the record says why: a poison message (a
+// body that is not a request, a request the runtime refuses), and a start that fails on the
+// platform's last delivery (m.Attempts at least Config.MaxReceiveCount), are written to the
+// dead-letter queue as a queue.DeadLetter with its message attributes, and reported done. The
+// platform's own dead-lettering, which moves the message without a reason, remains for what
+// the host could not record: a delivery that crashed or timed out, a dead-letter queue that
+// could not be written, a record too large for it (its body is kept for the platform to move),
+// or a platform count the host did not see (docs/queues.md lists them).
+func (f *Function) HandleQueued(ctx context.Context, m *queue.Message) error {
+	err := local.QueueHandler(f.Runtime)(ctx, m)
+	if err == nil {
+		return nil
+	}
+	var poison *queue.PoisonError
+	last := f.Config.MaxReceiveCount > 0 && m.Attempts >= f.Config.MaxReceiveCount
+	log := slog.With("ssf", f.Config.SSF, "message", m.ID, "attempt", m.Attempts, "err", err)
+	if f.DeadLetter == nil || !errors.As(err, &poison) && !last {
+		log.Error("asynchronous start failed; the platform will deliver it again")
+		return err
+	}
+	// The write outlives a request cut short: the handler may have failed for that very reason.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deadLetterTimeout)
+	defer cancel()
+	omitted, werr := queue.WriteDeadLetter(wctx, f.DeadLetter, queue.NewDeadLetter(f.Queue.Name(), m, err, time.Now()))
+	switch {
+	case werr != nil:
+		log.Error("asynchronous start failed, and writing its dead-letter record failed too; the platform will deliver it again, or dead-letter it without a reason", "dead_letter_err", werr)
+		return err
+	case omitted:
+		log.Error("asynchronous start failed; its dead-letter record went without its body (too large), so the platform keeps the message and dead-letters it")
+		return err
+	}
+	log.Warn("asynchronous start dead-lettered", "dead_letter", f.DeadLetter.Name(), "poison", poison != nil)
+	return nil
 }
 
 // Close releases the store and the queues.

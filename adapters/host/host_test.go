@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ func TestGivenUpInstanceIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	began := time.Now()
 	if _, err := f.Runtime.Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: "p-1", Input: json.RawMessage(`1`)}); err == nil {
 		t.Fatal("the poison instance finished")
 	}
@@ -63,5 +65,124 @@ func TestGivenUpInstanceIsDeadLettered(t *testing.T) {
 	if err != nil || rec.Source != "ssf://poison" || rec.MessageID != "p-1" || rec.Attempts != 1 ||
 		!strings.Contains(rec.Error, ssf.ErrGaveUp.Error()) || !strings.Contains(rec.Error, "peer unreachable") {
 		t.Fatalf("dead letter %+v %v: want the given-up instance and its last error", rec, err)
+	}
+	// Its failures span its first execution (the request above) to its last (the same: the
+	// relaunch was lost).
+	if !rec.FirstFailure.Equal(rec.LastFailure) || !rec.FirstFailure.After(began) || rec.LastFailure.After(rec.Time) {
+		t.Errorf("dead letter failed from %v to %v, recorded at %v", rec.FirstFailure, rec.LastFailure, rec.Time)
+	}
+	checkAttributes(t, msgs[0], rec)
+}
+
+// checkAttributes fails unless a dead-letter record's message attributes give its reason.
+func checkAttributes(t *testing.T, m *queue.Message, rec queue.DeadLetter) {
+	t.Helper()
+	a := m.Attributes
+	if a[queue.AttrSource] != rec.Source || a[queue.AttrMessageID] != rec.MessageID || a[queue.AttrAttempts] != strconv.Itoa(rec.Attempts) ||
+		a[queue.AttrError] != queue.AttributeValue(rec.Error) || a[queue.AttrFirstFailure] != rec.FirstFailure.Format(time.RFC3339Nano) ||
+		a[queue.AttrLastFailure] != rec.LastFailure.Format(time.RFC3339Nano) {
+		t.Errorf("dead letter %+v has attributes %q", rec, a)
+	}
+}
+
+// receiveRecord receives one dead-letter record from dlq, or none within a short wait.
+func receiveRecord(t *testing.T, dlq *queue.Queue) (*queue.Message, queue.DeadLetter, bool) {
+	t.Helper()
+	ms, err := dlq.Receive(t.Context(), queue.ReceiveOptions{Max: 1, Wait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 {
+		return nil, queue.DeadLetter{}, false
+	}
+	rec, err := queue.ParseDeadLetter(ms[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Ack(t.Context(), ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	return ms[0], rec, true
+}
+
+// A queued start the platform delivers: the host dead-letters a poison one at once, and a
+// failing one on the platform's last delivery, with the reason, and reports both done; other
+// failures go back to the platform, which delivers them again.
+func TestHandleQueuedDeadLetters(t *testing.T) {
+	cfg := host.Config{SSF: "fails", Environment: "test", Store: "mem://host-test-queued", Queue: "mem://host-test-queued",
+		DeadLetterQueue: "mem://host-test-queued-dlq", MaxReceiveCount: 3}
+	handlers := map[string]ssf.Handler{"fails": func(env *ssf.Env, in json.RawMessage) (any, error) {
+		_, err := env.SyncInvoke("peer", nil)
+		return nil, err
+	}}
+	ctx := t.Context()
+	f, err := host.Open(ctx, cfg, handlers, func(*queue.Queue) ssf.Transport { return dropTransport{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	start, _ := json.Marshal(ssf.Request{Kind: ssf.KindInvoke, InstanceID: "q-1", Input: json.RawMessage(`1`), Async: true})
+	sent := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	firstReceived := sent.Add(time.Second)
+	attrs := map[string]string{"trace": "t-1"}
+
+	// A body that is not a request: dead-lettered on its first delivery.
+	poison := &queue.Message{ID: "m-poison", Body: []byte("not a request"), Attempts: 1, Sent: sent, Attributes: attrs}
+	if err := f.HandleQueued(ctx, poison); err != nil {
+		t.Fatalf("a poison start: %v, want it dead-lettered and done", err)
+	}
+	m, rec, ok := receiveRecord(t, f.DeadLetter)
+	if !ok || rec.Source != f.Queue.Name() || rec.MessageID != "m-poison" || rec.Attempts != 1 || !strings.Contains(rec.Error, "not a JSON request") ||
+		string(rec.Body) != "not a request" || rec.Attributes["trace"] != "t-1" || !rec.FirstFailure.Equal(rec.LastFailure) {
+		t.Fatalf("poison record %+v (found %v)", rec, ok)
+	}
+	checkAttributes(t, m, rec)
+
+	// A start that fails: back to the platform until its last delivery.
+	for attempt := 1; attempt < cfg.MaxReceiveCount; attempt++ {
+		err := f.HandleQueued(ctx, &queue.Message{ID: "m-1", Body: start, Attempts: attempt, Sent: sent, FirstReceived: firstReceived})
+		if err == nil || !strings.Contains(err.Error(), "peer unreachable") {
+			t.Fatalf("delivery %d of a failing start: %v, want its error", attempt, err)
+		}
+		if _, rec, ok := receiveRecord(t, f.DeadLetter); ok {
+			t.Fatalf("delivery %d of %d dead-lettered it: %+v", attempt, cfg.MaxReceiveCount, rec)
+		}
+	}
+	if err := f.HandleQueued(ctx, &queue.Message{ID: "m-1", Body: start, Attempts: cfg.MaxReceiveCount, Sent: sent, FirstReceived: firstReceived}); err != nil {
+		t.Fatalf("the last delivery: %v, want it dead-lettered and done", err)
+	}
+	m, rec, ok = receiveRecord(t, f.DeadLetter)
+	if !ok || rec.MessageID != "m-1" || rec.Attempts != cfg.MaxReceiveCount || !strings.Contains(rec.Error, "peer unreachable") ||
+		!rec.FirstFailure.Equal(firstReceived) || !rec.LastFailure.After(firstReceived) || string(rec.Body) != string(start) {
+		t.Fatalf("record of the last delivery %+v (found %v): want first failure %v", rec, ok, firstReceived)
+	}
+	checkAttributes(t, m, rec)
+
+	// Without a dead-letter queue, or when it cannot be written, the platform keeps the start.
+	f.DeadLetter.Close()
+	if err := f.HandleQueued(ctx, &queue.Message{ID: "m-2", Body: []byte("not a request"), Attempts: 1}); err == nil {
+		t.Error("a poison start whose record could not be written was reported done")
+	}
+	f.DeadLetter = nil
+	if err := f.HandleQueued(ctx, &queue.Message{ID: "m-3", Body: start, Attempts: cfg.MaxReceiveCount}); err == nil {
+		t.Error("without a dead-letter queue, a failed start was reported done")
+	}
+}
+
+func TestConfigFromEnvMaxReceiveCount(t *testing.T) {
+	vars := map[string]string{"SSFKIT_SSF": "s", "SSFKIT_ENVIRONMENT": "e", "SSFKIT_STORE": "mem://s", "SSFKIT_QUEUE": "mem://q"}
+	getenv := func(k string) string { return vars[k] }
+	if c, err := host.ConfigFromEnv(getenv); err != nil || c.MaxReceiveCount != 0 {
+		t.Fatalf("unset: %+v %v", c, err)
+	}
+	vars["SSFKIT_MAX_RECEIVE_COUNT"] = "5"
+	if c, err := host.ConfigFromEnv(getenv); err != nil || c.MaxReceiveCount != 5 {
+		t.Fatalf("5: %+v %v", c, err)
+	}
+	for _, bad := range []string{"0", "-1", "five"} {
+		vars["SSFKIT_MAX_RECEIVE_COUNT"] = bad
+		if _, err := host.ConfigFromEnv(getenv); err == nil || !strings.Contains(err.Error(), "SSFKIT_MAX_RECEIVE_COUNT") {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

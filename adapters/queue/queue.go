@@ -30,10 +30,23 @@ type Message struct {
 	ID string
 	// Body is the message as sent.
 	Body []byte
+	// Attributes are the message's attributes as sent (SendWithAttributes), nil if it has
+	// none. SQS and Pub/Sub carry them natively; Azure Storage Queues and the log queue carry
+	// them in an Envelope around the body.
+	Attributes map[string]string
 	// Attempts counts the deliveries of this message, this one included (so it is at least 1),
 	// or is 0 when the backend does not count them (a Pub/Sub subscription without a dead-letter
 	// policy). Backends count approximately: a lease that expires counts as an attempt.
 	Attempts int
+	// Sent is when the backend stored the message (SQS SentTimestamp, Azure's insertion time,
+	// Pub/Sub's publish time, the in-process queue's clock), zero if it does not say.
+	Sent time.Time
+	// FirstReceived is when the message was first delivered, zero if unknown: SQS
+	// ApproximateFirstReceiveTimestamp; the in-process and log queues record it; the Azure
+	// driver records it in the message when Retry or Extend rewrites it (a message that was
+	// never retried or extended is known only on its first delivery); Pub/Sub does not say.
+	// Dead-letter records take the first failure from it (see NewDeadLetter).
+	FirstReceived time.Time
 	// Handle is the driver's lease handle (a receipt handle, pop receipt, ack id). Drivers may
 	// replace it when they extend or renew a lease.
 	Handle any
@@ -53,8 +66,10 @@ type Limits struct {
 // Message passed to Ack, Retry and Extend is one Receive returned. Durations reach a driver in
 // whole seconds (Queue rounds them up), the granularity of every cloud queue.
 type Driver interface {
-	// Send enqueues body and returns the new message's id once the backend has stored it.
-	Send(ctx context.Context, body []byte) (id string, err error)
+	// Send enqueues body with its attributes (nil or valid: CheckAttributes) and returns the
+	// new message's id once the backend has stored it. A message too large for the backend
+	// with its attributes fails with ErrTooLarge.
+	Send(ctx context.Context, body []byte, attrs map[string]string) (id string, err error)
 	// Receive leases up to max visible messages for lease. If none is visible it waits up to
 	// wait for one, then returns an empty result.
 	Receive(ctx context.Context, max int, wait, lease time.Duration) ([]*Message, error)
@@ -148,16 +163,31 @@ func (q *Queue) seconds(what string, d time.Duration, zeroOK bool) (time.Duratio
 // Send enqueues body, which must not be empty, and returns the message id. A body over
 // Limits().MaxMessageBytes fails with ErrTooLarge and nothing is sent.
 func (q *Queue) Send(ctx context.Context, body []byte) (string, error) {
+	return q.SendWithAttributes(ctx, body, nil)
+}
+
+// SendWithAttributes is Send with message attributes, which must follow the rules of
+// CheckAttributes (else ErrInvalid, and nothing is sent). The body and attributes count
+// together against Limits().MaxMessageBytes, measured as their Envelope (the body alone when
+// there are no attributes): over it, the send fails with ErrTooLarge.
+func (q *Queue) SendWithAttributes(ctx context.Context, body []byte, attrs map[string]string) (string, error) {
 	if q.closed.Load() {
 		return "", q.wrap("send", ErrClosed)
 	}
 	if len(body) == 0 {
 		return "", q.wrap("send", fmt.Errorf("%w: empty message (SQS and Pub/Sub refuse them)", ErrInvalid))
 	}
-	if limit := q.drv.Limits().MaxMessageBytes; len(body) > limit {
-		return "", q.wrap("send", fmt.Errorf("%w: %d bytes (at most %d)", ErrTooLarge, len(body), limit))
+	if err := CheckAttributes(attrs); err != nil {
+		return "", q.wrap("send", err)
 	}
-	id, err := q.drv.Send(ctx, body)
+	if size, limit := (Envelope{Attributes: attrs, Body: body}).Size(), q.drv.Limits().MaxMessageBytes; size > limit {
+		what := "bytes"
+		if size != len(body) {
+			what = fmt.Sprintf("bytes with its attributes (a body of %d)", len(body))
+		}
+		return "", q.wrap("send", fmt.Errorf("%w: %d %s (at most %d)", ErrTooLarge, size, what, limit))
+	}
+	id, err := q.drv.Send(ctx, body, CloneAttributes(attrs))
 	return id, q.wrap("send", err)
 }
 

@@ -1,15 +1,18 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/queue/memqueue"
@@ -249,13 +252,13 @@ func TestServeExhaustedAttempts(t *testing.T) {
 
 // A record too large for the dead-letter queue says so, and the message stays in its queue.
 func TestServeDeadLetterTooLarge(t *testing.T) {
-	q, dlq := memQueue(1<<10), memQueue(400)
+	q, dlq := memQueue(1<<11), memQueue(1000) // a record and its attributes take about 500 bytes
 	rec := &recorder{Driver: q.Driver(), retries: make(chan time.Duration, 1)}
 	q = queue.New(rec, "mem://test")
-	id, _ := q.Send(t.Context(), []byte(strings.Repeat("x", 300)))
+	id, _ := q.Send(t.Context(), []byte(strings.Repeat("x", 1000)))
 	serve(t, q, func(context.Context, *queue.Message) error { return queue.Poison(errors.New("bad")) }, queue.ServeOptions{DeadLetter: dlq})
 	r := deadLetters(t, dlq, 1)[0]
-	if r.MessageID != id || r.Body != nil || r.BodyOmittedBytes != 300 {
+	if r.MessageID != id || r.Body != nil || r.BodyOmittedBytes != 1000 {
 		t.Errorf("record %+v, want the body omitted", r)
 	}
 	// Parked: retried with the longest delay the backend allows, not acknowledged.
@@ -322,6 +325,9 @@ func TestDeadLetterEncoding(t *testing.T) {
 			`{"source":"s","message_id":"1","attempts":0,"error":"","time":"2025-01-02T03:04:05.000000006Z","body_base64":"/wA="}`},
 		{queue.DeadLetter{Source: "s", MessageID: "1", Time: at, BodyOmittedBytes: 70000},
 			`{"source":"s","message_id":"1","attempts":0,"error":"","time":"2025-01-02T03:04:05.000000006Z","body_omitted_bytes":70000}`},
+		{queue.DeadLetter{Source: "s", MessageID: "1", Attempts: 3, Error: "e", FirstFailure: at.Add(-time.Minute), LastFailure: at, Time: at,
+			Attributes: map[string]string{"k": "v"}, Body: []byte("b")},
+			`{"source":"s","message_id":"1","attempts":3,"error":"e","first_failure":"2025-01-02T03:03:05.000000006Z","last_failure":"2025-01-02T03:04:05.000000006Z","time":"2025-01-02T03:04:05.000000006Z","attributes":{"k":"v"},"body":"b"}`},
 	} {
 		if got := string(tc.rec.Encode()); got != tc.wire {
 			t.Errorf("Encode:\n got %s\nwant %s", got, tc.wire)
@@ -358,5 +364,111 @@ func TestRedrive(t *testing.T) {
 	ms, err := target.Receive(ctx, queue.ReceiveOptions{Max: 10})
 	if err != nil || len(ms) != 2 || string(ms[0].Body) != "one" || string(ms[1].Body) != "\xff" || ms[0].Attempts != 1 {
 		t.Fatalf("target holds %v, %v", ms, err)
+	}
+}
+
+func TestAttributeValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                      "-",
+		"plain":                 "plain",
+		"tab\tand\nline":        "tab\tand\nline",
+		"nul\x00esc\x1b":        "nul\ufffdesc\ufffd",
+		"bad \xff utf8":         "bad \ufffd utf8",
+		"non-character \uffff.": "non-character \ufffd.",
+	} {
+		if got := queue.AttributeValue(in); got != want || queue.CheckAttributes(map[string]string{"a": got}) != nil {
+			t.Errorf("AttributeValue(%q) = %q, want %q (a valid value)", in, got, want)
+		}
+	}
+	// Long values are cut at a character boundary and marked.
+	for _, unit := range []string{"x", "é", "✓", "😀"} {
+		long := strings.Repeat(unit, 2000)
+		got := queue.AttributeValue(long)
+		if len(got) > queue.MaxAttributeValueBytes || len(got) < queue.MaxAttributeValueBytes-len(unit)-3 ||
+			!strings.HasSuffix(got, "…") || !strings.HasPrefix(long, strings.TrimSuffix(got, "…")) || queue.CheckAttributes(map[string]string{"a": got}) != nil {
+			t.Errorf("AttributeValue of 2000 × %q: %d bytes, %q...", unit, len(got), got[:20])
+		}
+	}
+	if exact := strings.Repeat("x", queue.MaxAttributeValueBytes); queue.AttributeValue(exact) != exact {
+		t.Error("AttributeValue cut a value at the limit")
+	}
+}
+
+func TestEnvelope(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, e := range []queue.Envelope{
+		{Body: []byte("plain")},
+		{Body: []byte(queue.EnvelopePrefix + "{}}\nlooks like one")},
+		{Attributes: map[string]string{"a": "1", "b": "<&>\n\"x\"\u2028"}, Body: []byte("body\nwith lines")},
+		{Attributes: map[string]string{"a": "1"}, FirstReceived: at, Body: []byte{0xff, '\n', 0}},
+		{FirstReceived: at, Body: []byte("x")},
+	} {
+		b := e.Encode()
+		if len(b) != e.Size() {
+			t.Errorf("%+v: Size %d, encoded %d", e, e.Size(), len(b))
+		}
+		if len(e.Attributes) == 0 && e.FirstReceived.IsZero() && !bytes.HasPrefix(e.Body, []byte(queue.EnvelopePrefix)) && !bytes.Equal(b, e.Body) {
+			t.Errorf("a body without attributes was enveloped: %q", b)
+		}
+		back := queue.DecodeEnvelope(b)
+		if !bytes.Equal(back.Body, e.Body) || !maps.Equal(back.Attributes, e.Attributes) || !back.FirstReceived.Equal(e.FirstReceived) {
+			t.Errorf("%q decoded as %+v, want %+v", b, back, e)
+		}
+	}
+	// What is not a valid header is body.
+	for _, b := range []string{queue.EnvelopePrefix + `5}` + "\nx", queue.EnvelopePrefix + `{}}`, "x" + queue.EnvelopePrefix + "{}}\nx"} {
+		if e := queue.DecodeEnvelope([]byte(b)); string(e.Body) != b || e.Attributes != nil {
+			t.Errorf("DecodeEnvelope(%q) = %+v, want all body", b, e)
+		}
+	}
+	if got := string(queue.Envelope{Attributes: map[string]string{"k": "v"}, Body: []byte("b")}.Encode()); got != `{"ssfkit-attributes":{"k":"v"}}`+"\nb" {
+		t.Errorf("the documented format changed: %q", got)
+	}
+}
+
+func TestAttributesChecked(t *testing.T) {
+	q := memQueue(100)
+	if _, err := q.SendWithAttributes(t.Context(), []byte("x"), map[string]string{"a b": "v"}); !errors.Is(err, queue.ErrInvalid) ||
+		!strings.Contains(err.Error(), `"a b"`) || !strings.Contains(err.Error(), "mem://test") {
+		t.Errorf("a bad name: %v, want ErrInvalid naming the attribute and the queue", err)
+	}
+	if _, err := q.SendWithAttributes(t.Context(), make([]byte, 90), map[string]string{"k": "v"}); !errors.Is(err, queue.ErrTooLarge) ||
+		!strings.Contains(err.Error(), "with its attributes") {
+		t.Errorf("body and attributes over the limit: %v, want ErrTooLarge", err)
+	}
+}
+
+func TestNewDeadLetter(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	sent, first := now.Add(-time.Hour), now.Add(-time.Minute)
+	for _, tc := range []struct {
+		m    queue.Message
+		want time.Time
+	}{
+		{queue.Message{Attempts: 1, Sent: sent, FirstReceived: first}, now}, // first delivery: it failed now
+		{queue.Message{Attempts: 3, Sent: sent, FirstReceived: first}, first},
+		{queue.Message{Attempts: 3, Sent: sent}, sent},
+		{queue.Message{Attempts: 0, Sent: sent}, sent}, // not counted: perhaps not the first
+		{queue.Message{Attempts: 3}, now},
+		{queue.Message{Attempts: 3, FirstReceived: now.Add(time.Minute)}, now}, // a clock ahead of ours
+	} {
+		tc.m.ID = "id"
+		rec := queue.NewDeadLetter("mem://q", &tc.m, errors.New("why"), now)
+		if !rec.FirstFailure.Equal(tc.want) || !rec.LastFailure.Equal(now) || !rec.Time.Equal(now) {
+			t.Errorf("%+v: first failure %v, last %v; want %v, %v", tc.m, rec.FirstFailure, rec.LastFailure, tc.want, now)
+		}
+	}
+	long := strings.Repeat("é", queue.MaxErrorBytes)
+	rec := queue.NewDeadLetter("mem://q", &queue.Message{ID: "id", Attempts: 2, FirstReceived: first, Attributes: map[string]string{"x": "y"}}, errors.New(long), now)
+	if len(rec.Error) > queue.MaxErrorBytes || !utf8.ValidString(rec.Error) || !strings.HasSuffix(rec.Error, "...") {
+		t.Errorf("error of %d bytes kept as %d bytes (valid UTF-8: %v)", len(long), len(rec.Error), utf8.ValidString(rec.Error))
+	}
+	want := map[string]string{queue.AttrSource: "mem://q", queue.AttrMessageID: "id", queue.AttrAttempts: "2",
+		queue.AttrFirstFailure: "2025-06-01T11:59:00Z", queue.AttrLastFailure: "2025-06-01T12:00:00Z", queue.AttrError: queue.AttributeValue(rec.Error)}
+	if got := rec.MessageAttributes(); !maps.Equal(got, want) || queue.CheckAttributes(got) != nil {
+		t.Errorf("MessageAttributes() = %q, want %q", got, want)
+	}
+	if rec.Attributes["x"] != "y" {
+		t.Errorf("the record lost the message's attributes: %v", rec.Attributes)
 	}
 }

@@ -63,9 +63,6 @@ const (
 // a handler's outcome is worth recording, but a hung backend must not hang shutdown.
 const settleTimeout = 30 * time.Second
 
-// maxErrorBytes bounds the error kept in a dead-letter record.
-const maxErrorBytes = 4096
-
 // Serve receives messages from q and runs h on each, at most Concurrency at a time, until ctx
 // ends; then it waits for running handlers (whose context is cancelled) and returns nil. It
 // returns an error if the queue is closed, missing or misconfigured; other receive failures
@@ -239,30 +236,24 @@ func (s *server) retry(ctx context.Context, log *slog.Logger, m *Message, delay 
 // deadLetter writes m's record to the dead-letter queue, then acknowledges m. If the record
 // cannot be written, m stays in its queue.
 func (s *server) deadLetter(ctx context.Context, log *slog.Logger, m *Message, cause error) {
-	msg := cause.Error()
-	if len(msg) > maxErrorBytes {
-		msg = msg[:maxErrorBytes] + "..."
-	}
-	rec := DeadLetter{Source: s.q.Name(), MessageID: m.ID, Attempts: m.Attempts, Error: msg, Time: time.Now().UTC(), Body: m.Body}
-	_, err := s.o.DeadLetter.Send(ctx, rec.Encode())
-	if errors.Is(err, ErrTooLarge) {
+	rec := NewDeadLetter(s.q.Name(), m, cause, time.Now())
+	omitted, err := WriteDeadLetter(ctx, s.o.DeadLetter, rec)
+	switch {
+	case omitted:
 		// Keep the message where it is, out of the way for as long as the backend allows (its
-		// native dead-letter policy, if any, takes it from there), and record why.
-		rec.Body, rec.BodyOmittedBytes = nil, len(m.Body)
-		if _, err := s.o.DeadLetter.Send(ctx, rec.Encode()); err != nil {
+		// native dead-letter policy, if any, takes it from there); the record says why.
+		if err != nil {
 			log.Error("writing a dead-letter record failed", "err", err)
 		}
-		log.Error("poison message too large for the dead-letter queue; parked in its own queue", "cause", msg, "bytes", len(m.Body))
+		log.Error("poison message too large for the dead-letter queue; parked in its own queue", "cause", rec.Error, "bytes", len(m.Body))
 		s.retry(ctx, log, m, s.q.Limits().MaxLease)
-		return
-	}
-	if err != nil {
-		log.Error("dead-letter queue unavailable; the poison message stays in its queue", "cause", msg, "err", err)
+	case err != nil:
+		log.Error("dead-letter queue unavailable; the poison message stays in its queue", "cause", rec.Error, "err", err)
 		s.retry(ctx, log, m, s.o.Backoff(m.Attempts))
-		return
-	}
-	log.Warn("poison message moved to the dead-letter queue", "dead_letter", s.o.DeadLetter.Name(), "cause", msg)
-	if err := s.q.Ack(ctx, m); err != nil {
-		log.Warn("ack after dead-lettering failed; the message will be delivered (and dead-lettered) again", "err", err)
+	default:
+		log.Warn("poison message moved to the dead-letter queue", "dead_letter", s.o.DeadLetter.Name(), "cause", rec.Error)
+		if err := s.q.Ack(ctx, m); err != nil {
+			log.Warn("ack after dead-lettering failed; the message will be delivered (and dead-lettered) again", "err", err)
+		}
 	}
 }

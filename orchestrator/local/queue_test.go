@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,11 +47,11 @@ type unreliable struct {
 	acked      chan struct{}
 }
 
-func (u *unreliable) Send(ctx context.Context, body []byte) (string, error) {
-	if _, err := u.Driver.Send(ctx, body); err != nil {
+func (u *unreliable) Send(ctx context.Context, body []byte, attrs map[string]string) (string, error) {
+	if _, err := u.Driver.Send(ctx, body, attrs); err != nil {
 		return "", err
 	}
-	return u.Driver.Send(ctx, body)
+	return u.Driver.Send(ctx, body, attrs)
 }
 
 func (u *unreliable) Receive(ctx context.Context, n int, wait, lease time.Duration) ([]*queue.Message, error) {
@@ -196,6 +197,11 @@ func testQueuedSpawn(t *testing.T, url func(testing.TB) string) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The reason is on the record's message too, on every backend.
+			if a := m.Attributes; a[queue.AttrMessageID] != rec.MessageID || a[queue.AttrAttempts] != strconv.Itoa(rec.Attempts) ||
+				!strings.Contains(a[queue.AttrError], "not a JSON request") || a[queue.AttrFirstFailure] == "" || a[queue.AttrLastFailure] == "" {
+				t.Errorf("dead-letter record %+v has attributes %q, want its reason", rec, a)
+			}
 			recs = append(recs, rec)
 		}
 	}
@@ -237,12 +243,12 @@ type failFirstSend struct {
 	acked  chan struct{}
 }
 
-func (f *failFirstSend) Send(ctx context.Context, body []byte) (string, error) {
+func (f *failFirstSend) Send(ctx context.Context, body []byte, attrs map[string]string) (string, error) {
 	if !f.failed { // Spawn runs on the invoking goroutine: no concurrent Sends here
 		f.failed = true
 		return "", fmt.Errorf("%w: injected", queue.ErrUnavailable)
 	}
-	return f.Driver.Send(ctx, body)
+	return f.Driver.Send(ctx, body, attrs)
 }
 
 func (f *failFirstSend) Ack(ctx context.Context, m *queue.Message) error {

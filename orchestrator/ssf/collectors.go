@@ -130,17 +130,24 @@ func (rt *Runtime) giveUp(ctx context.Context, id string, a store.Attrs, attempt
 	if done {
 		rt.stats.gaveUp.Add(1)
 		rt.log.Error("instance given up: it never finished", "instance", id, "launches", attempts, "last_error", reason)
-		rt.reportFailure(ctx, Failure{SSF: rt.cfg.Name, InstanceID: id, Error: msg, Launches: int(attempts)})
+		rt.reportFailure(ctx, a, Failure{SSF: rt.cfg.Name, InstanceID: id, Error: msg, Launches: int(attempts)})
 	}
 	return done, err
 }
 
-// reportFailure tells Config.OnFailure of a recorded failure.
-func (rt *Runtime) reportFailure(ctx context.Context, f Failure) {
+// reportFailure tells Config.OnFailure of a recorded failure; a is the instance's intent.
+func (rt *Runtime) reportFailure(ctx context.Context, a store.Attrs, f Failure) {
 	if rt.cfg.OnFailure == nil {
 		return
 	}
 	f.Time = rt.clock.Now().UTC()
+	if start, _ := a[attrStart].(int64); start > 0 {
+		f.FirstExecution = time.Unix(0, start).UTC()
+		f.LastExecution = f.FirstExecution
+	}
+	if last, _ := a[attrLastExec].(int64); last > 0 {
+		f.LastExecution = time.Unix(0, last).UTC()
+	}
 	if err := rt.cfg.OnFailure(ctx, f); err != nil {
 		rt.log.Warn("reporting a failed instance (dead letter) failed; its result records the failure", "instance", f.InstanceID, "err", err)
 	}
@@ -549,7 +556,7 @@ func (rt *Runtime) judge(ctx context.Context, id string, entry store.Attrs, now 
 		return entryHeld, err
 	}
 	rt.log.Warn("instance abandoned: its holder closed without its result", "instance", id, "holder", holder)
-	rt.reportFailure(ctx, Failure{SSF: rt.cfg.Name, InstanceID: id, Error: msg})
+	rt.reportFailure(ctx, a, Failure{SSF: rt.cfg.Name, InstanceID: id, Error: msg})
 	return entryAbandoned, nil
 }
 

@@ -669,6 +669,7 @@ func TestPoisonInstanceIsGivenUp(t *testing.T) {
 	// The attempts are spent. A client's retry starts an execution now: the collector must
 	// not record a failure while it may be running.
 	c.Advance(3 * time.Minute)
+	lastRun := c.Now()
 	if _, err := h.Invoke(ctx, "poison", "p-1", nil); err == nil {
 		t.Fatal("a poison instance finished")
 	}
@@ -684,6 +685,10 @@ func TestPoisonInstanceIsGivenUp(t *testing.T) {
 	}
 	if len(failures) != 1 || failures[0].InstanceID != "p-1" || failures[0].Launches != 3 || failures[0].Error != st.Result.Error {
 		t.Fatalf("failures reported: %+v, want the one given up", failures)
+	}
+	// Its failures span its first execution to its last, the client's retry.
+	if f := failures[0]; !f.FirstExecution.Equal(time.Unix(1e9, 0)) || !f.LastExecution.Equal(lastRun) || !f.Time.Equal(c.Now()) {
+		t.Fatalf("failure %+v: want executions from %v to %v", f, time.Unix(1e9, 0), lastRun)
 	}
 	if s := rt.Stats(); s.Relaunched != 3 || s.GaveUp != 1 || s.Executions != 5 {
 		t.Fatalf("stats %+v: want 3 relaunches, 1 give-up, 5 executions", s)

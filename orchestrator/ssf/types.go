@@ -175,7 +175,12 @@ type Failure struct {
 	Error string
 	// Launches is how many times the intent collector launched it (0 for an abandoned one).
 	Launches int
-	Time     time.Time
+	// FirstExecution is when its first execution started (its intent was created), and
+	// LastExecution when its last one did (FirstExecution if it ran once): the span of its
+	// failures, which a dead-letter record reports.
+	FirstExecution, LastExecution time.Time
+	// Time is when the failure was recorded.
+	Time time.Time
 }
 
 // ExecutionError reports that an execution was abandoned before its intent was marked done; the

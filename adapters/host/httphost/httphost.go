@@ -7,8 +7,9 @@
 //   - POST /spawn: an asynchronous start from a peer, put on the SSF's own queue (only the SSF's
 //     identity may write its queue);
 //   - POST /queue: one asynchronous start delivered by the platform: Azure's queue trigger, or a
-//     Pub/Sub push. A failure answers 500, so the platform delivers it again and dead-letters
-//     it after the queue's delivery limit;
+//     Pub/Sub push. A failure answers 500, so the platform delivers it again; a poison start,
+//     and one that fails on the platform's last delivery, are dead-lettered by the host with
+//     the reason and answered 200 (the platform's own dead-lettering takes the rest);
 //   - POST /intent-collector, /garbage-collector: one collector pass, on the platform's timer.
 //
 // Azure forwards HTTP-triggered functions under /api, so /api/ssf and /api/spawn are the same
@@ -38,7 +39,6 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/host"
 	"github.com/ssfkit/ssfkit/adapters/queue"
-	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -165,7 +165,9 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"message": id})
 }
 
-// handleQueued runs one asynchronous start delivered by the platform.
+// handleQueued runs one asynchronous start delivered by the platform. The host dead-letters a
+// poison start, and one that fails on the platform's last delivery (SSFKIT_MAX_RECEIVE_COUNT),
+// itself, with the reason (host.Function.HandleQueued), and answers 200.
 func (s *Server) handleQueued(w http.ResponseWriter, r *http.Request) {
 	var (
 		m   *queue.Message
@@ -182,8 +184,7 @@ func (s *Server) handleQueued(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, http.StatusBadRequest, nil, err)
 		return
 	}
-	if err := local.QueueHandler(s.fn.Runtime)(r.Context(), m); err != nil {
-		slog.Error("asynchronous start failed; the platform will deliver it again", "ssf", s.fn.Config.SSF, "message", m.ID, "attempt", m.Attempts, "err", err)
+	if err := s.fn.HandleQueued(r.Context(), m); err != nil {
 		s.reply(w, http.StatusInternalServerError, nil, err)
 		return
 	}
@@ -245,13 +246,21 @@ func decodeAzureQueueItem(body io.Reader) (*queue.Message, error) {
 	if !ok {
 		return nil, errors.New(`the invocation has no "message" binding (function.json of the queue function names it)`)
 	}
-	m := &queue.Message{Body: raw}
-	var text string
-	if json.Unmarshal(raw, &text) == nil {
-		m.Body = []byte(text)
+	text := []byte(raw)
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		text = []byte(s)
 	}
-	m.ID = metadataString(inv.Metadata["Id"])
+	// A message with attributes is a queue.Envelope (adapters/queue/azurequeue).
+	env := queue.DecodeEnvelope(text)
+	m := &queue.Message{ID: metadataString(inv.Metadata["Id"]), Body: env.Body, Attributes: env.Attributes, FirstReceived: env.FirstReceived}
 	m.Attempts, _ = strconv.Atoi(metadataString(inv.Metadata["DequeueCount"]))
+	if t, err := time.Parse(time.RFC3339Nano, metadataString(inv.Metadata["InsertionTime"])); err == nil {
+		m.Sent = t
+	}
+	if m.Attempts == 1 && m.FirstReceived.IsZero() {
+		m.FirstReceived = time.Now()
+	}
 	return m, nil
 }
 
@@ -267,8 +276,10 @@ func metadataString(raw json.RawMessage) string {
 // pubSubPush is a Pub/Sub push request's body.
 type pubSubPush struct {
 	Message struct {
-		Data      []byte `json:"data"` // base64 in JSON, which encoding/json decodes
-		MessageID string `json:"messageId"`
+		Data        []byte            `json:"data"` // base64 in JSON, which encoding/json decodes
+		MessageID   string            `json:"messageId"`
+		Attributes  map[string]string `json:"attributes"`
+		PublishTime time.Time         `json:"publishTime"`
 	} `json:"message"`
 	Subscription    string `json:"subscription"`
 	DeliveryAttempt int    `json:"deliveryAttempt"`
@@ -282,7 +293,8 @@ func decodePubSubPush(body io.Reader) (*queue.Message, error) {
 	if p.Message.MessageID == "" {
 		return nil, errors.New("not a Pub/Sub push request: no message id")
 	}
-	return &queue.Message{ID: p.Message.MessageID, Body: p.Message.Data, Attempts: p.DeliveryAttempt}, nil
+	return &queue.Message{ID: p.Message.MessageID, Body: p.Message.Data, Attributes: queue.CloneAttributes(p.Message.Attributes),
+		Attempts: p.DeliveryAttempt, Sent: p.Message.PublishTime}, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

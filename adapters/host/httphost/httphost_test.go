@@ -501,3 +501,81 @@ func TestConfigFromEnvMaxAttempts(t *testing.T) {
 		t.Fatalf("SSFKIT_MAX_ATTEMPTS=0: %v", err)
 	}
 }
+
+// A start the platform delivers for the last time (SSFKIT_MAX_RECEIVE_COUNT), and a poison one,
+// are dead-lettered by the host with the reason and answered 200, so the platform does not move
+// them without one; an earlier failure is answered 500. The deliveries carry attributes (on
+// Azure in a queue.Envelope) and the platform's times, from which the record takes its first
+// failure.
+func TestQueuedStartsDeadLettered(t *testing.T) {
+	inserted := time.Date(2025, 6, 15, 15, 6, 40, 0, time.UTC)
+	for _, platform := range []Platform{Azure, CloudRun} {
+		t.Run(string(platform), func(t *testing.T) {
+			ctx := t.Context()
+			name := "dl-" + string(platform)
+			cfg := host.Config{SSF: bank.Teller, Environment: "bank", Store: "mem://" + name, Queue: "mem://" + name, DeadLetterQueue: "mem://" + name + "-dlq",
+				MaxReceiveCount: 2, Peers: map[string]string{bank.Accounts: "http://127.0.0.1:1"}} // unreachable: every transfer fails
+			s, err := New(ctx, platform, cfg, bank.Handlers(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			in, _ := json.Marshal(bank.Transfer{From: "a", To: "b", Amount: 1})
+			start, _ := json.Marshal(ssf.Request{Kind: ssf.KindInvoke, InstanceID: "t-" + string(platform), Input: in, Async: true})
+			attrs := map[string]string{"trace": "t-1"}
+			delivery := func(id string, body []byte, attempt int) []byte {
+				if platform == Azure {
+					text, _ := json.Marshal(string(queue.Envelope{Attributes: attrs, Body: body}.Encode()))
+					return fmt.Appendf(nil, `{"Data":{"message":%s},"Metadata":{"Id":%q,"DequeueCount":%d,"InsertionTime":%q,"PopReceipt":"p"}}`,
+						text, id, attempt, inserted.Format(time.RFC3339))
+				}
+				b, _ := json.Marshal(map[string]any{"message": map[string]any{"data": body, "messageId": id, "attributes": attrs,
+					"publishTime": inserted.Format(time.RFC3339Nano)}, "subscription": "projects/p/subscriptions/s", "deliveryAttempt": attempt})
+				return b
+			}
+			post := func(payload []byte) int {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/queue", bytes.NewReader(payload)))
+				return w.Code
+			}
+			if code := post(delivery("m-1", start, 1)); code != http.StatusInternalServerError {
+				t.Fatalf("the first delivery of a failing start: %d, want 500 (delivered again)", code)
+			}
+			if code := post(delivery("m-1", start, 2)); code != http.StatusOK {
+				t.Fatalf("the last delivery of a failing start: %d, want 200 (dead-lettered)", code)
+			}
+			if code := post(delivery("m-2", []byte("not a request"), 1)); code != http.StatusOK {
+				t.Fatalf("a poison start: %d, want 200 (dead-lettered)", code)
+			}
+			ms, err := s.fn.DeadLetter.Receive(ctx, queue.ReceiveOptions{Max: 10, Wait: time.Second})
+			if err != nil || len(ms) != 2 {
+				t.Fatalf("dead letters: %d, %v; want 2", len(ms), err)
+			}
+			for _, m := range ms {
+				rec, err := queue.ParseDeadLetter(m.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := m.Attributes
+				if a[queue.AttrSource] != s.fn.Queue.Name() || a[queue.AttrMessageID] != rec.MessageID || a[queue.AttrAttempts] != fmt.Sprint(rec.Attempts) ||
+					a[queue.AttrError] != queue.AttributeValue(rec.Error) || a[queue.AttrFirstFailure] != rec.FirstFailure.Format(time.RFC3339Nano) ||
+					rec.Attributes["trace"] != "t-1" {
+					t.Errorf("record %+v has attributes %q", rec, a)
+				}
+				switch rec.MessageID {
+				case "m-1":
+					// The first failure: when the platform stored the start (neither says when it first delivered it).
+					if rec.Attempts != 2 || !strings.Contains(rec.Error, "calling accounts") || !rec.FirstFailure.Equal(inserted) || string(rec.Body) != string(start) {
+						t.Errorf("record of the last delivery %+v, want first failure %v", rec, inserted)
+					}
+				case "m-2":
+					if rec.Attempts != 1 || !strings.Contains(rec.Error, "not a JSON request") || !rec.FirstFailure.Equal(rec.LastFailure) {
+						t.Errorf("poison record %+v", rec)
+					}
+				default:
+					t.Errorf("unexpected record %+v", rec)
+				}
+			}
+		})
+	}
+}

@@ -6,8 +6,9 @@
 //   - handler "ssf": the SSF named SSFKIT_SSF. A direct invocation carries an ssf.Request
 //     (a caller's SyncInvoke, a callback, `ssfkit invoke`) and returns its ssf.Result; an SQS
 //     event carries asynchronous starts from the SSF's queue, each run like the local host's
-//     queue consumer, failures reported per message so SQS retries only those and
-//     dead-letters them after the queue's maxReceiveCount.
+//     queue consumer, failures reported per message so SQS retries only those. A poison start,
+//     and one that fails on its last delivery before the queue's maxReceiveCount, are
+//     dead-lettered by the host with the reason; SQS's redrive takes what the host could not.
 //   - handler "intent-collector" / "garbage-collector": one pass of that collector over the
 //     SSF's table, on EventBridge Scheduler's timer; the report is the function's result.
 //
@@ -20,7 +21,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 
@@ -34,7 +34,6 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/host"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
-	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -118,23 +117,31 @@ func (h *Host) Handle(ctx context.Context, event json.RawMessage) (any, error) {
 }
 
 // handleQueued runs a batch of asynchronous starts; the ones that fail are reported so SQS
-// delivers them again (and dead-letters them after the queue's maxReceiveCount).
+// delivers them again. The host dead-letters a poison start, and one that fails on the queue's
+// last delivery (SSFKIT_MAX_RECEIVE_COUNT), itself, with the reason (host.Function.HandleQueued);
+// SQS's redrive after maxReceiveCount is the backstop.
 func (h *Host) handleQueued(ctx context.Context, e events.SQSEvent) events.SQSEventResponse {
-	run := local.QueueHandler(h.fn.Runtime)
 	var resp events.SQSEventResponse
 	for _, r := range e.Records {
-		enc := ""
-		if a, ok := r.MessageAttributes[sqsqueue.EncodingAttribute]; ok && a.StringValue != nil {
-			enc = *a.StringValue
-		}
-		attempts, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		m := &queue.Message{ID: r.MessageId, Body: sqsqueue.Body(r.Body, enc), Attempts: attempts}
-		if err := run(ctx, m); err != nil {
-			slog.Error("asynchronous start failed; SQS will deliver it again", "ssf", h.fn.Config.SSF, "message", r.MessageId, "err", err)
+		if err := h.fn.HandleQueued(ctx, sqsMessage(r)); err != nil {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 		}
 	}
 	return resp
+}
+
+// sqsMessage is the queue.Message of an SQS event's record, as sqsqueue would receive it.
+func sqsMessage(r events.SQSMessage) *queue.Message {
+	attrs := map[string]string{}
+	for k, a := range r.MessageAttributes {
+		if a.StringValue != nil { // String and Number attributes; Binary ones are left out
+			attrs[k] = *a.StringValue
+		}
+	}
+	body, attrs := sqsqueue.Decode(r.Body, attrs)
+	attempts, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+	return &queue.Message{ID: r.MessageId, Body: body, Attributes: attrs, Attempts: attempts,
+		Sent: sqsqueue.Timestamp(r.Attributes["SentTimestamp"]), FirstReceived: sqsqueue.Timestamp(r.Attributes["ApproximateFirstReceiveTimestamp"])}
 }
 
 // Main serves the function Lambda started this process for, with the application's handlers.

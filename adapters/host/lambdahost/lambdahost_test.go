@@ -222,3 +222,79 @@ func TestWrongSSF(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// SQS records the host dead-letters itself, with the reason: a poison start, and one that fails
+// on the queue's last delivery (SSFKIT_MAX_RECEIVE_COUNT); neither is reported failed, so SQS
+// deletes them instead of redriving them without a reason. Earlier failures are reported.
+func TestQueuedStartsDeadLettered(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := ConfigFromEnv(env(map[string]string{"_HANDLER": RoleSSF, "SSFKIT_SSF": bank.Teller, "SSFKIT_ENVIRONMENT": "bank",
+		"SSFKIT_STORE": "mem://" + t.Name(), "SSFKIT_QUEUE": "mem://" + t.Name(), "SSFKIT_DEAD_LETTER_QUEUE": "mem://" + t.Name() + "-dlq",
+		"SSFKIT_MAX_RECEIVE_COUNT": "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(ctx, cfg, bank.Handlers(), &functions{}) // no accounts function: every transfer fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	transfer := func(id string) string {
+		in, _ := json.Marshal(bank.Transfer{From: "a", To: "b", Amount: 1})
+		b, _ := json.Marshal(ssf.Request{Kind: ssf.KindInvoke, InstanceID: id, Input: in, Async: true})
+		return string(b)
+	}
+	sent, firstReceived := time.UnixMilli(1_750_000_000_000).UTC(), time.UnixMilli(1_750_000_001_000).UTC()
+	record := func(id, body string, receives int, attrs map[string]string) events.SQSMessage {
+		r := events.SQSMessage{MessageId: id, EventSource: "aws:sqs", Body: body, MessageAttributes: map[string]events.SQSMessageAttribute{},
+			Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(receives), "SentTimestamp": fmt.Sprint(sent.UnixMilli()),
+				"ApproximateFirstReceiveTimestamp": fmt.Sprint(firstReceived.UnixMilli())}}
+		for k, v := range attrs {
+			r.MessageAttributes[k] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(v)}
+		}
+		return r
+	}
+	batch := events.SQSEvent{Records: []events.SQSMessage{
+		record("poison", "bm90IGEgcmVxdWVzdA==", 1, map[string]string{"ssfkit-encoding": "base64", "trace": "t-1"}), // "not a request", base64
+		record("early", transfer("t-early"), 2, nil),
+		record("last", transfer("t-last"), 3, nil),
+	}}
+	raw, _ := json.Marshal(batch)
+	resp, err := h.Handle(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(events.SQSEventResponse); len(r.BatchItemFailures) != 1 || r.BatchItemFailures[0].ItemIdentifier != "early" {
+		t.Fatalf("batch response %+v, want only the early delivery failed", r)
+	}
+	ms, err := h.fn.DeadLetter.Receive(ctx, queue.ReceiveOptions{Max: 10, Wait: time.Second})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("dead letters: %d, %v; want 2", len(ms), err)
+	}
+	for _, m := range ms {
+		rec, err := queue.ParseDeadLetter(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := m.Attributes
+		if a[queue.AttrSource] != h.fn.Queue.Name() || a[queue.AttrMessageID] != rec.MessageID || a[queue.AttrAttempts] != fmt.Sprint(rec.Attempts) ||
+			a[queue.AttrError] != queue.AttributeValue(rec.Error) || a[queue.AttrLastFailure] != rec.LastFailure.Format(time.RFC3339Nano) {
+			t.Errorf("record %+v has attributes %q", rec, a)
+		}
+		switch rec.MessageID {
+		case "poison":
+			if string(rec.Body) != "not a request" || rec.Attempts != 1 || !strings.Contains(rec.Error, "not a JSON request") ||
+				rec.Attributes["trace"] != "t-1" || len(rec.Attributes) != 1 || !rec.FirstFailure.Equal(rec.LastFailure) {
+				t.Errorf("poison record %+v", rec)
+			}
+		case "last":
+			// The first failure is SQS's first receive: the start of the first failed delivery.
+			if rec.Attempts != 3 || !strings.Contains(rec.Error, "bank-accounts") || !rec.FirstFailure.Equal(firstReceived) ||
+				a[queue.AttrFirstFailure] != "2025-06-15T15:06:41Z" {
+				t.Errorf("record of the last delivery %+v, attributes %q; want first failure %v", rec, a, firstReceived)
+			}
+		default:
+			t.Errorf("unexpected record %+v", rec)
+		}
+	}
+}

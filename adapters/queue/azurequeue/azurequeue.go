@@ -18,7 +18,10 @@
 //
 // Opening checks that the queue exists and the credentials work. Bodies are base64-encoded, the
 // encoding Azure Functions' queue trigger expects, so the 64 KiB message limit leaves 48 KiB
-// of body. Messages never expire (time-to-live -1): a dead-letter record must not vanish after
+// of body. Storage Queues have no message attributes: a message with attributes is a
+// queue.Envelope (a line of JSON with the attributes, then the body) inside the base64, and
+// shares the 48 KiB with its body. Sent is the insertion time; FirstReceived is known on a
+// message's first delivery, and Retry and Extend record it in the envelope for later ones. Messages never expire (time-to-live -1): a dead-letter record must not vanish after
 // the default 7 days. Storage Queues have no long polling, so Receive polls, backing off to
 // one request a second. Attempts are the service's DequeueCount.
 package azurequeue
@@ -51,6 +54,8 @@ const (
 	maxBatch        = 32
 	maxLease        = 7 * 24 * time.Hour
 	maxPollPause    = time.Second
+	// maxText is Azure's limit on a message's text.
+	maxText = 64 << 10
 )
 
 // clientOptions shorten the SDK's retries (by default up to a minute between tries): Serve and
@@ -70,8 +75,13 @@ type Driver struct {
 }
 
 // handle is a lease: Update and Delete need the pop receipt, which every update replaces, and
-// Update rewrites the message's text.
-type handle struct{ popReceipt, text string }
+// Update rewrites the message's text. first is when the message was first delivered, if known;
+// stamped says whether the text records it.
+type handle struct {
+	popReceipt, text string
+	first            time.Time
+	stamped          bool
+}
 
 var (
 	queueName   = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -225,9 +235,14 @@ func wrap(ctx context.Context, err error) error {
 	return err
 }
 
-// Send implements queue.Driver.
-func (d *Driver) Send(ctx context.Context, body []byte) (string, error) {
-	resp, err := d.q.EnqueueMessage(ctx, base64.StdEncoding.EncodeToString(body), &azqueue.EnqueueMessageOptions{TimeToLive: ptr(d.ttl)})
+// Send implements queue.Driver. The text is the base64 encoding of the body, or of its
+// queue.Envelope when it has attributes.
+func (d *Driver) Send(ctx context.Context, body []byte, attrs map[string]string) (string, error) {
+	text := base64.StdEncoding.EncodeToString(queue.Envelope{Attributes: attrs, Body: body}.Encode())
+	if len(text) > maxText {
+		return "", fmt.Errorf("%w: %d bytes with its attributes are %d base64-encoded (at most %d)", queue.ErrTooLarge, len(body), len(text), maxText)
+	}
+	resp, err := d.q.EnqueueMessage(ctx, text, &azqueue.EnqueueMessageOptions{TimeToLive: ptr(d.ttl)})
 	if err != nil {
 		return "", wrap(ctx, err)
 	}
@@ -247,15 +262,10 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 			return nil, wrap(ctx, err)
 		}
 		if len(resp.Messages) > 0 || !time.Now().Before(deadline) {
+			now := time.Now()
 			ms := make([]*queue.Message, len(resp.Messages))
 			for i, m := range resp.Messages {
-				text := deref(m.MessageText)
-				body, err := base64.StdEncoding.DecodeString(text)
-				if err != nil {
-					// Not written by this driver: deliver the text, which the handler can judge.
-					body = []byte(text)
-				}
-				ms[i] = &queue.Message{ID: deref(m.MessageID), Body: body, Attempts: int(deref(m.DequeueCount)), Handle: &handle{popReceipt: deref(m.PopReceipt), text: text}}
+				ms[i] = decode(m, now)
 			}
 			return ms, nil
 		}
@@ -269,6 +279,29 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 		}
 		pause = min(2*pause, maxPollPause)
 	}
+}
+
+// decode reads a dequeued message received at now.
+func decode(m *azqueue.DequeuedMessage, now time.Time) *queue.Message {
+	text := deref(m.MessageText)
+	h := &handle{popReceipt: deref(m.PopReceipt), text: text}
+	msg := &queue.Message{ID: deref(m.MessageID), Attempts: int(deref(m.DequeueCount)), Sent: deref(m.InsertionTime), Handle: h}
+	raw, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		// Not written by this driver: deliver the text, which the handler can judge.
+		msg.Body = []byte(text)
+		return msg
+	}
+	env := queue.DecodeEnvelope(raw)
+	msg.Body, msg.Attributes = env.Body, env.Attributes
+	switch {
+	case !env.FirstReceived.IsZero():
+		h.first, h.stamped = env.FirstReceived, true
+	case msg.Attempts == 1:
+		h.first = now // this is the first delivery: Retry and Extend record it in the message
+	}
+	msg.FirstReceived = h.first
+	return msg
 }
 
 func leaseOf(m *queue.Message) (*handle, error) {
@@ -299,17 +332,30 @@ func (d *Driver) Extend(ctx context.Context, m *queue.Message, lease time.Durati
 	return d.update(ctx, m, lease)
 }
 
-// update sets the message's visibility and takes the new pop receipt into its handle.
+// update sets the message's visibility and takes the new pop receipt into its handle. The first
+// update of a message first delivered under this handle records that time in its text, if
+// the text still fits.
 func (d *Driver) update(ctx context.Context, m *queue.Message, visibility time.Duration) error {
 	h, err := leaseOf(m)
 	if err != nil {
 		return err
 	}
-	resp, err := d.q.UpdateMessage(ctx, m.ID, h.popReceipt, h.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: ptr(int32(visibility / time.Second))})
+	next := *h
+	if !h.stamped && !h.first.IsZero() {
+		if raw, err := base64.StdEncoding.DecodeString(h.text); err == nil {
+			env := queue.DecodeEnvelope(raw)
+			env.FirstReceived = h.first
+			if text := base64.StdEncoding.EncodeToString(env.Encode()); len(text) <= maxText {
+				next.text, next.stamped = text, true
+			}
+		}
+	}
+	resp, err := d.q.UpdateMessage(ctx, m.ID, h.popReceipt, next.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: ptr(int32(visibility / time.Second))})
 	if err != nil {
 		return wrap(ctx, err)
 	}
-	m.Handle = &handle{popReceipt: deref(resp.PopReceipt), text: h.text}
+	next.popReceipt = deref(resp.PopReceipt)
+	m.Handle = &next
 	return nil
 }
 

@@ -111,3 +111,58 @@ func TestMessageTTL(t *testing.T) {
 		t.Fatalf("a message received after its time-to-live: %d messages, %v", len(msgs), err)
 	}
 }
+
+// Storage Queues do not say when a message was first delivered: the driver knows it on the
+// first delivery and records it in the message (its envelope) when Retry or Extend rewrites it,
+// when it still fits in Azure's 64 KiB.
+func TestFirstReceivedRecorded(t *testing.T) {
+	t.Parallel() // after the tests that set environment variables
+	ctx := t.Context()
+	q, err := queue.Open(ctx, queuetest.AzureURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	receive := func() *queue.Message {
+		t.Helper()
+		ms, err := q.Receive(ctx, queue.ReceiveOptions{Wait: 10 * time.Second, Lease: time.Minute})
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("Receive: %d messages, %v", len(ms), err)
+		}
+		return ms[0]
+	}
+	attrs := map[string]string{"k": "v"}
+	if _, err := q.SendWithAttributes(ctx, []byte("small"), attrs); err != nil {
+		t.Fatal(err)
+	}
+	m := receive()
+	first := m.FirstReceived
+	if first.IsZero() || m.Sent.IsZero() {
+		t.Fatalf("first delivery: FirstReceived %v, Sent %v; want both", first, m.Sent)
+	}
+	if err := q.Extend(ctx, m, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Retry(ctx, m, 0); err != nil { // the rewritten message's new receipt
+		t.Fatal(err)
+	}
+	m = receive()
+	if m.Attempts != 2 || !m.FirstReceived.Equal(first) || string(m.Body) != "small" || m.Attributes["k"] != "v" || len(m.Attributes) != 1 {
+		t.Fatalf("second delivery: %+v; want FirstReceived %v and the message as sent", m, first)
+	}
+	if err := q.Ack(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	// A message at the size limit has no room for the record: Retry still works.
+	big := strings.Repeat("x", q.Limits().MaxMessageBytes)
+	if _, err := q.Send(ctx, []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	m = receive()
+	if err := q.Retry(ctx, m, 0); err != nil {
+		t.Fatalf("Retry of a message at the size limit: %v", err)
+	}
+	if m = receive(); m.Attempts != 2 || string(m.Body) != big || !m.FirstReceived.IsZero() {
+		t.Fatalf("second delivery of a message at the limit: attempt %d, %d bytes, FirstReceived %v", m.Attempts, len(m.Body), m.FirstReceived)
+	}
+}

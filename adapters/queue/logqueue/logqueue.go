@@ -8,7 +8,8 @@
 // Send appends the body to the color; the message id is its SN. Receive walks the color from
 // the consumers' cursor and takes a lease on each record it delivers with a conditional write
 // to the record's lease row (in the log's table, partition q|TENANT|COLOR): lease end, attempts,
-// and a handle that Ack, Retry and Extend must present. Once a prefix of the color is
+// the first delivery's time, and a handle that Ack, Retry and Extend must present. A message
+// with attributes is stored as a queue.Envelope. Once a prefix of the color is
 // acknowledged, the cursor moves past it and the log is trimmed behind it (the log's Collect
 // deletes the records). Lease ends are this process's clock; consumers on machines whose clocks
 // disagree by more than a lease may deliver a message twice, which the runtime tolerates (its
@@ -115,12 +116,13 @@ func nowMillis() int64 { return time.Now().UnixMilli() }
 // Log is the log the queue is a color of.
 func (d *Driver) Log() *sharedlog.Log { return d.log }
 
-// Send appends body to the color.
-func (d *Driver) Send(ctx context.Context, body []byte) (string, error) {
-	if len(body) > d.limit {
-		return "", fmt.Errorf("%w: %d bytes, limit %d", queue.ErrTooLarge, len(body), d.limit)
+// Send appends body to the color, in a queue.Envelope with its attributes.
+func (d *Driver) Send(ctx context.Context, body []byte, attrs map[string]string) (string, error) {
+	data := queue.Envelope{Attributes: attrs, Body: body}.Encode()
+	if len(data) > d.limit {
+		return "", fmt.Errorf("%w: %d bytes, limit %d", queue.ErrTooLarge, len(data), d.limit)
 	}
-	sn, err := d.log.Append(ctx, d.color, body)
+	sn, err := d.log.Append(ctx, d.color, data)
 	if err != nil {
 		return "", err
 	}
@@ -181,16 +183,18 @@ func (d *Driver) take(ctx context.Context, max int, lease time.Duration) ([]*que
 		if until, _ := row["until"].(int64); exists && until >= nowMillis() {
 			continue // leased by another receiver
 		}
-		cond := store.RowAbsent()
-		if exists {
-			cond = store.Equal(store.Attr("token"), row["token"])
-		}
-		token := newToken()
-		res, err := d.tbl.Update(ctx, d.leaseKey(rec.SN), cond, store.Update{
+		cond, token := store.RowAbsent(), newToken()
+		upd := store.Update{
 			store.SetAttr(store.Attr("until"), nowMillis()+lease.Milliseconds()),
 			store.SetAttr(store.Attr("token"), token),
 			store.AddInt(store.Attr("attempts"), 1),
-		})
+		}
+		if exists {
+			cond = store.Equal(store.Attr("token"), row["token"])
+		} else {
+			upd = append(upd, store.SetAttr(store.Attr("first"), nowMillis())) // the first delivery
+		}
+		res, err := d.tbl.Update(ctx, d.leaseKey(rec.SN), cond, upd)
 		if err != nil {
 			return out, err
 		}
@@ -198,7 +202,12 @@ func (d *Driver) take(ctx context.Context, max int, lease time.Duration) ([]*que
 			continue // another receiver took it first
 		}
 		attempts, _ := res.Attrs["attempts"].(int64)
-		out = append(out, &queue.Message{ID: strconv.FormatUint(rec.SN, 10), Body: rec.Data, Attempts: int(attempts), Handle: handle{rec.SN, token}})
+		env := queue.DecodeEnvelope(rec.Data)
+		m := &queue.Message{ID: strconv.FormatUint(rec.SN, 10), Body: env.Body, Attributes: env.Attributes, Attempts: int(attempts), Handle: handle{rec.SN, token}}
+		if first, ok := res.Attrs["first"].(int64); ok {
+			m.FirstReceived = time.UnixMilli(first)
+		}
+		out = append(out, m)
 	}
 	if uint64(max64(start, 1)) < cursor {
 		if err := d.advance(ctx, uint64(max64(start, 1)), cursor); err != nil {

@@ -6,7 +6,8 @@
 // Storage Queues', so that a message that fits here fits everywhere).
 //
 // Leases, retry delays and attempt counts behave as in the cloud queues; messages are
-// delivered in the order they become visible.
+// delivered in the order they become visible. Attributes are kept as they are; messages record
+// when they were sent and first delivered.
 package memqueue
 
 import (
@@ -47,6 +48,9 @@ type broker struct {
 type entry struct {
 	id       string
 	body     []byte
+	attrs    map[string]string
+	sent     time.Time
+	first    time.Time // first delivery; zero until then
 	attempts int
 	visible  time.Time // hidden until then
 	lease    int64     // the current lease's number; 0 when none is valid
@@ -100,12 +104,12 @@ func (b *broker) notify() {
 }
 
 // Send implements queue.Driver.
-func (d *Driver) Send(_ context.Context, body []byte) (string, error) {
+func (d *Driver) Send(_ context.Context, body []byte, attrs map[string]string) (string, error) {
 	b := d.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
-	e := &entry{id: strconv.FormatInt(b.seq, 10), body: slices.Clone(body)}
+	e := &entry{id: strconv.FormatInt(b.seq, 10), body: slices.Clone(body), attrs: queue.CloneAttributes(attrs), sent: time.Now()}
 	b.msgs = append(b.msgs, e)
 	b.byID[e.id] = e
 	b.notify()
@@ -131,7 +135,11 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 			}
 			b.seq++
 			e.lease, e.attempts, e.visible = b.seq, e.attempts+1, now.Add(lease)
-			out = append(out, &queue.Message{ID: e.id, Body: slices.Clone(e.body), Attempts: e.attempts, Handle: e.lease})
+			if e.first.IsZero() {
+				e.first = now
+			}
+			out = append(out, &queue.Message{ID: e.id, Body: slices.Clone(e.body), Attributes: queue.CloneAttributes(e.attrs),
+				Attempts: e.attempts, Sent: e.sent, FirstReceived: e.first, Handle: e.lease})
 		}
 		change := b.change
 		b.mu.Unlock()

@@ -18,7 +18,9 @@
 // subscription is empty. Leases are ack deadlines: a Receive sets the pulled messages'
 // deadlines to the lease (ModifyAckDeadline), Retry sets it to the delay (0 is a nack), and both
 // are at most 600 s. An Ack after the lease expired is silently ignored by Pub/Sub; the message
-// is then delivered again.
+// is then delivered again. Attributes are Pub/Sub's message attributes (a message the native
+// dead-letter policy moved also carries Pub/Sub's CloudPubSubDeadLetter* ones); Sent is the
+// publish time; Pub/Sub does not tell when a message was first delivered.
 package pubsubqueue
 
 import (
@@ -211,9 +213,9 @@ func wrap(ctx context.Context, err error) error {
 	return err
 }
 
-// Send implements queue.Driver.
-func (d *Driver) Send(ctx context.Context, body []byte) (string, error) {
-	resp, err := d.c.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: d.topic, Messages: []*pubsubpb.PubsubMessage{{Data: body}}})
+// Send implements queue.Driver. Attributes are the message's attributes.
+func (d *Driver) Send(ctx context.Context, body []byte, attrs map[string]string) (string, error) {
+	resp, err := d.c.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: d.topic, Messages: []*pubsubpb.PubsubMessage{{Data: body, Attributes: attrs}}})
 	if err != nil {
 		return "", wrap(ctx, err)
 	}
@@ -252,7 +254,11 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 			ids := make([]string, len(ms))
 			for i, r := range resp.ReceivedMessages {
 				ids[i] = r.AckId
-				ms[i] = &queue.Message{ID: r.Message.GetMessageId(), Body: r.Message.GetData(), Attempts: int(r.DeliveryAttempt), Handle: r.AckId}
+				ms[i] = &queue.Message{ID: r.Message.GetMessageId(), Body: r.Message.GetData(), Attributes: queue.CloneAttributes(r.Message.GetAttributes()),
+					Attempts: int(r.DeliveryAttempt), Handle: r.AckId}
+				if t := r.Message.GetPublishTime(); t != nil {
+					ms[i].Sent = t.AsTime()
+				}
 			}
 			// If this fails, the messages keep the subscription's ack deadline instead of
 			// lease: still leased, and Serve's renewal sets the lease again.

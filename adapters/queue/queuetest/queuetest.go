@@ -7,9 +7,10 @@
 //	}
 //
 // The suite uses only the public queue API, so every backend runs it unchanged. It pins down
-// the contract the runtime and Serve rely on: bodies round-trip byte for byte, an acknowledged
-// message is gone, a retried or expired one comes back with its attempt count incremented, a
-// lease hides a message from every other receiver, and size limits send nothing.
+// the contract the runtime and Serve rely on: bodies and attributes round-trip byte for byte,
+// an acknowledged message is gone, a retried or expired one comes back with its attempt count
+// incremented, a lease hides a message from every other receiver, size and attribute limits
+// send nothing, and a dead-lettered message's record carries its reason as attributes.
 package queuetest
 
 import (
@@ -17,9 +18,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/internal/suite"
@@ -48,6 +54,14 @@ func Suite(t suite.T, newQueue func(t suite.T) *queue.Queue) {
 		{"ExtendKeepsLease", testExtend},
 		{"ConcurrentReceivers", testConcurrentReceivers},
 		{"SizeLimit", testSizeLimit},
+		{"Attributes", testAttributes},
+		{"AttributeLimits", testAttributeLimits},
+		{"DeliveryTimes", testDeliveryTimes},
+		{"DeadLetterAttributes", func(t suite.T, q *queue.Queue) {
+			dlq, target := newQueue(t), newQueue(t)
+			t.Cleanup(func() { dlq.Close(); target.Close() })
+			testDeadLetterAttributes(t, q, dlq, target)
+		}},
 		{"EmptyReceiveReturns", testEmptyReceive},
 		{"Close", testClose},
 	} {
@@ -346,5 +360,298 @@ func testClose(t suite.T, q *queue.Queue) {
 	}
 	if _, err := q.Receive(t.Context(), queue.ReceiveOptions{}); !errors.Is(err, queue.ErrClosed) {
 		t.Errorf("Receive after Close: %v, want ErrClosed", err)
+	}
+}
+
+// sameAttributes fails unless m carries exactly want (none: nil or empty).
+func sameAttributes(t suite.T, m *queue.Message, want map[string]string) {
+	t.Helper()
+	if len(m.Attributes) != len(want) || !maps.Equal(m.Attributes, want) {
+		t.Fatalf("message %s (body %.40q) has attributes %q, want %q", m.ID, m.Body, m.Attributes, want)
+	}
+}
+
+// byID receives n messages and indexes them by id.
+func byID(t suite.T, q *queue.Queue, n int) map[string]*queue.Message {
+	t.Helper()
+	out := map[string]*queue.Message{}
+	for _, m := range receiveN(t, q, n, longLease) {
+		out[m.ID] = m
+	}
+	if len(out) != n {
+		t.Fatalf("received %d distinct messages, want %d", len(out), n)
+	}
+	return out
+}
+
+func testAttributes(t suite.T, q *queue.Queue) {
+	attrs := map[string]string{
+		"plain":             "v",
+		"Mixed.Case_name-1": "é ✓ 😀 <a&b> \"quoted\" \\ line\nbreak\ttab",
+		"json":              `{"x":[1,2],"y":null}`,
+		"longest":           strings.Repeat("ü", queue.MaxAttributeValueBytes/2),
+	}
+	binary := []byte{0, 1, 2, 0xff, 0xfe, 0xc0, 0x80}
+	// A body that looks like an envelope must come back as it was, without attributes.
+	lookalike := queue.EnvelopePrefix + `{"a":"b"}}` + "\nnot a header"
+	want := map[string]struct {
+		body  string
+		attrs map[string]string
+	}{}
+	sendAttrs := func(body string, a map[string]string) {
+		t.Helper()
+		id, err := q.SendWithAttributes(t.Context(), []byte(body), a)
+		if err != nil {
+			t.Fatalf("SendWithAttributes(%.40q, %q): %v", body, a, err)
+		}
+		want[id] = struct {
+			body  string
+			attrs map[string]string
+		}{body, maps.Clone(a)}
+	}
+	sendAttrs(`{"kind":"invoke"}`, attrs)
+	sendAttrs(string(binary), map[string]string{"kind": "binary body"})
+	sendAttrs("none", nil)
+	sendAttrs(lookalike, nil)
+	sendAttrs(lookalike, map[string]string{"kind": "lookalike"})
+	attrs["plain"] = "changed after sending" // the queue holds its own copy
+	got := byID(t, q, len(want))
+	for id, w := range want {
+		m := got[id]
+		if m == nil {
+			t.Fatalf("message %s (body %.40q) not received", id, w.body)
+		}
+		if string(m.Body) != w.body {
+			t.Fatalf("message %s: body %q, want %q", id, m.Body, w.body)
+		}
+		sameAttributes(t, m, w.attrs)
+	}
+	// Attributes survive a redelivery.
+	for _, m := range got {
+		if err := q.Retry(t.Context(), m, 0); err != nil {
+			t.Fatalf("Retry: %v", err)
+		}
+	}
+	for id, m := range byID(t, q, len(want)) {
+		if m.Attempts != 2 || string(m.Body) != want[id].body {
+			t.Fatalf("redelivered message %s: attempt %d, body %.40q", id, m.Attempts, m.Body)
+		}
+		sameAttributes(t, m, want[id].attrs)
+		ack(t, q, m)
+	}
+}
+
+func testAttributeLimits(t suite.T, q *queue.Queue) {
+	many := map[string]string{}
+	for i := range queue.MaxAttributes + 1 {
+		many[fmt.Sprintf("a%d", i)] = "v"
+	}
+	for name, attrs := range map[string]map[string]string{
+		"too many attributes": many,
+		"empty name":          {"": "v"},
+		"name with a space":   {"a b": "v"},
+		"non-ASCII name":      {"é": "v"},
+		"name with a slash":   {"a/b": "v"},
+		"leading dot":         {".a": "v"},
+		"trailing dot":        {"a.": "v"},
+		"double dot":          {"a..b": "v"},
+		"AWS prefix":          {"aws.trace": "v"},
+		"Amazon prefix":       {"Amazon.x": "v"},
+		"goog prefix":         {"Google-x": "v", "googx": "v"},
+		"reserved name":       {queue.ReservedAttribute: "base64"},
+		"name too long":       {strings.Repeat("n", queue.MaxAttributeNameBytes+1): "v"},
+		"empty value":         {"a": ""},
+		"value too long":      {"a": strings.Repeat("v", queue.MaxAttributeValueBytes+1)},
+		"value not UTF-8":     {"a": "\xff"},
+		"NUL in value":        {"a": "x\x00y"},
+		"control in value":    {"a": "\x1b[31m"},
+		"non-character value": {"a": "\uffff"},
+	} {
+		if _, err := q.SendWithAttributes(t.Context(), []byte("refused"), attrs); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("%s: SendWithAttributes got %v, want ErrInvalid", name, err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	// At every limit at once: accepted, and delivered as sent.
+	most := map[string]string{strings.Repeat("N", queue.MaxAttributeNameBytes): "name at the limit",
+		"value": strings.Repeat("😀", queue.MaxAttributeValueBytes/4)}
+	for i := len(most); i < queue.MaxAttributes; i++ {
+		most[fmt.Sprintf("x-%d.y_z", i)] = strconv.Itoa(i)
+	}
+	// The body and its attributes share the size limit.
+	limit := q.Limits().MaxMessageBytes
+	small := map[string]string{"k": "v"}
+	if _, err := q.SendWithAttributes(t.Context(), bytes.Repeat([]byte("x"), limit), small); !errors.Is(err, queue.ErrTooLarge) {
+		t.Fatalf("a body of MaxMessageBytes with an attribute: got %v, want ErrTooLarge", err)
+	}
+	room := limit - queue.Envelope{Attributes: most}.Size()
+	if room < 1 {
+		t.Fatalf("MaxMessageBytes %d leaves no room for a body beside %d bytes of attributes", limit, queue.Envelope{Attributes: most}.Size())
+	}
+	big := bytes.Repeat([]byte("y"), room)
+	id, err := q.SendWithAttributes(t.Context(), big, most)
+	if err != nil {
+		t.Fatalf("a body of %d bytes with attributes at every limit (MaxMessageBytes %d in all): %v", room, limit, err)
+	}
+	m := receiveOne(t, q, longLease)
+	if m.ID != id || !bytes.Equal(m.Body, big) {
+		t.Fatalf("got message %s of %d bytes, want %s of %d", m.ID, len(m.Body), id, room)
+	}
+	sameAttributes(t, m, most)
+	ack(t, q, m)
+	expectNothing(t, q, time.Second, "the refused messages must not have been sent")
+}
+
+// clockSlack allows for a backend's clock and the test's disagreeing, and for millisecond
+// timestamps.
+const clockSlack = 2 * time.Second
+
+func within(t suite.T, what string, at, from, to time.Time) {
+	t.Helper()
+	if at.Before(from.Add(-clockSlack)) || at.After(to.Add(clockSlack)) {
+		t.Fatalf("%s is %v, want between %v and %v", what, at, from, to)
+	}
+}
+
+// testDeliveryTimes checks the times a dead-letter record's first failure comes from.
+func testDeliveryTimes(t suite.T, q *queue.Queue) {
+	before := time.Now()
+	id := send(t, q, "when")
+	m := receiveOne(t, q, longLease)
+	received := time.Now()
+	check(t, m, id, "when", 1)
+	if m.Sent.IsZero() && m.FirstReceived.IsZero() {
+		t.Fatal("the message has neither Sent nor FirstReceived: a dead-letter record could not tell when it first failed")
+	}
+	if !m.Sent.IsZero() {
+		within(t, "Sent", m.Sent, before, received)
+	}
+	if !m.FirstReceived.IsZero() {
+		within(t, "FirstReceived", m.FirstReceived, before, received)
+	}
+	if err := q.Retry(t.Context(), m, 0); err != nil {
+		t.Fatal(err)
+	}
+	again := receiveOne(t, q, longLease)
+	check(t, again, id, "when", 2)
+	if !m.Sent.IsZero() && !again.Sent.Equal(m.Sent) {
+		t.Errorf("Sent changed between deliveries: %v, then %v", m.Sent, again.Sent)
+	}
+	if d := again.FirstReceived.Sub(m.FirstReceived); !m.FirstReceived.IsZero() && (d < -time.Second || d > time.Second) {
+		t.Errorf("FirstReceived changed between deliveries: %v, then %v", m.FirstReceived, again.FirstReceived)
+	}
+	ack(t, q, again)
+}
+
+// testDeadLetterAttributes runs Serve on q with dlq as its dead-letter queue and checks the
+// records of a poison message and of one that fails on every attempt: their message
+// attributes give the reason, and agree with the records' bodies. Then it redrives the records
+// to target. (Not to q: a receive cut short when Serve stopped may still lease, unseen, what
+// arrives in q within its wait, on SQS.)
+func testDeadLetterAttributes(t suite.T, q, dlq, target *queue.Queue) {
+	const maxAttempts = 2
+	// An error longer than an attribute value: the attribute is cut, the record keeps more.
+	longErr := strings.Repeat("é", queue.MaxAttributeValueBytes) + " and a NUL \x00"
+	origin := map[string]string{"origin": "conformance"}
+	start := time.Now()
+	poison, err := q.SendWithAttributes(t.Context(), []byte("poison body"), origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := send(t, q, "failing body")
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() {
+		served <- queue.Serve(ctx, q, func(_ context.Context, m *queue.Message) error {
+			if string(m.Body) == "poison body" {
+				return queue.Poison(errors.New(longErr))
+			}
+			return fmt.Errorf("failure on attempt %d", m.Attempts)
+		}, queue.ServeOptions{DeadLetter: dlq, MaxAttempts: maxAttempts, Wait: time.Second, Lease: time.Minute,
+			Backoff: func(int) time.Duration { return 0 }, Logger: slog.New(slog.DiscardHandler)})
+	}()
+	recs := receiveN(t, dlq, 2, longLease)
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	end := time.Now()
+	for _, m := range recs {
+		rec, err := queue.ParseDeadLetter(m.Body)
+		if err != nil {
+			t.Fatalf("dead-letter message %s: %v", m.ID, err)
+		}
+		var wantID, wantErr, wantAttempts string
+		var wantAttrs map[string]string
+		switch string(rec.Body) {
+		case "poison body":
+			wantID, wantErr, wantAttempts, wantAttrs = poison, "poison message: "+longErr, "1", origin
+		case "failing body":
+			wantID, wantErr, wantAttempts = failing, "failure on attempt 2", "2"
+		default:
+			t.Fatalf("a dead-letter record of body %q", rec.Body)
+		}
+		a := m.Attributes
+		for name, want := range map[string]string{queue.AttrSource: q.Name(), queue.AttrMessageID: wantID, queue.AttrAttempts: wantAttempts} {
+			if a[name] != queue.AttributeValue(want) {
+				t.Errorf("record of %s: attribute %s = %q, want %q (all: %q)", wantID, name, a[name], want, a)
+			}
+		}
+		errAttr := a[queue.AttrError]
+		if len(wantErr) <= queue.MaxAttributeValueBytes {
+			if errAttr != wantErr {
+				t.Errorf("record of %s: attribute %s = %q, want %q", wantID, queue.AttrError, errAttr, wantErr)
+			}
+		} else if len(errAttr) > queue.MaxAttributeValueBytes || !utf8.ValidString(errAttr) || !strings.HasSuffix(errAttr, "…") ||
+			!strings.HasPrefix(wantErr, strings.TrimSuffix(errAttr, "…")) || len(errAttr) < queue.MaxAttributeValueBytes-8 {
+			t.Errorf("record of %s: attribute %s = %q (%d bytes), want the error cut to at most %d bytes, ending with …", wantID, queue.AttrError, errAttr, len(errAttr), queue.MaxAttributeValueBytes)
+		}
+		first, err1 := time.Parse(time.RFC3339, a[queue.AttrFirstFailure])
+		last, err2 := time.Parse(time.RFC3339, a[queue.AttrLastFailure])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("record of %s: failure times %q and %q are not RFC 3339: %v %v", wantID, a[queue.AttrFirstFailure], a[queue.AttrLastFailure], err1, err2)
+		}
+		within(t, "the first failure", first, start, end)
+		within(t, "the last failure", last, start, end)
+		if first.After(last) {
+			t.Errorf("record of %s: first failure %v after the last, %v", wantID, first, last)
+		}
+		if wantAttempts == "1" && !first.Equal(last) {
+			t.Errorf("record of %s: failed once, but first failure %v and last %v differ", wantID, first, last)
+		}
+		// The body says the same, in full.
+		if rec.Source != q.Name() || rec.MessageID != wantID || strconv.Itoa(rec.Attempts) != wantAttempts ||
+			!strings.HasPrefix(wantErr, rec.Error) || len(rec.Error) < min(len(wantErr), queue.MaxErrorBytes-8) ||
+			!rec.FirstFailure.Equal(first) || !rec.LastFailure.Equal(last) || len(rec.Attributes) != len(wantAttrs) || !maps.Equal(rec.Attributes, wantAttrs) {
+			t.Errorf("record %+v disagrees with its attributes %q, or with the message (%s, attempts %s, attributes %q)", rec, a, wantID, wantAttempts, wantAttrs)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	// Redrive sends the originals on with their own attributes.
+	for _, m := range recs {
+		if err := dlq.Retry(t.Context(), m, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if moved, skipped, err := queue.Redrive(t.Context(), dlq, target, 2); err != nil || moved != 2 || skipped != 0 {
+		t.Fatalf("Redrive: moved %d, skipped %d, %v; want 2 moved", moved, skipped, err)
+	}
+	for _, m := range receiveN(t, target, 2, longLease) {
+		switch string(m.Body) {
+		case "poison body":
+			sameAttributes(t, m, origin)
+		case "failing body":
+			sameAttributes(t, m, nil)
+		default:
+			t.Fatalf("redriven body %q", m.Body)
+		}
+		if m.Attempts != 1 {
+			t.Errorf("redriven message %s: attempt %d, want a new message", m.ID, m.Attempts)
+		}
+		ack(t, target, m)
 	}
 }

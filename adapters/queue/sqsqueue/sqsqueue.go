@@ -15,6 +15,8 @@
 // Leases are visibility timeouts, attempts are ApproximateReceiveCount, Receive long-polls (20 s
 // at a time). Bodies that are text SQS accepts travel as they are; other bytes are base64
 // encoded and flagged with a message attribute, so they fit in about 3/4 of the 256 KiB limit.
+// Message attributes are String attributes; received ones of type Binary (from other senders)
+// are left out. Sent and FirstReceived are SentTimestamp and ApproximateFirstReceiveTimestamp.
 package sqsqueue
 
 import (
@@ -240,17 +242,30 @@ func sqsText(b []byte) bool {
 	return true
 }
 
-// Send implements queue.Driver.
-func (d *Driver) Send(ctx context.Context, body []byte) (string, error) {
+// Send implements queue.Driver. Attributes are String message attributes.
+func (d *Driver) Send(ctx context.Context, body []byte, attrs map[string]string) (string, error) {
 	in := &sqs.SendMessageInput{QueueUrl: &d.url, MessageBody: aws.String(string(body))}
+	if len(attrs) > 0 {
+		in.MessageAttributes = make(map[string]types.MessageAttributeValue, len(attrs)+1)
+		for k, v := range attrs {
+			in.MessageAttributes[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+		}
+	}
 	if !sqsText(body) {
 		enc := base64.StdEncoding.EncodeToString(body)
+		if in.MessageAttributes == nil {
+			in.MessageAttributes = map[string]types.MessageAttributeValue{}
+		}
+		in.MessageAttributes[EncodingAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("base64")}
 		// SQS counts attribute names, types and values against the limit.
-		if size := len(enc) + len(EncodingAttribute) + len("String") + len("base64"); size > d.limits.MaxMessageBytes {
-			return "", fmt.Errorf("%w: %d bytes of binary body are %d base64-encoded (at most %d)", queue.ErrTooLarge, len(body), size, d.limits.MaxMessageBytes)
+		size := len(enc)
+		for k, v := range in.MessageAttributes {
+			size += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue))
+		}
+		if size > d.limits.MaxMessageBytes {
+			return "", fmt.Errorf("%w: %d bytes of binary body are %d base64-encoded with the attributes (at most %d)", queue.ErrTooLarge, len(body), size, d.limits.MaxMessageBytes)
 		}
 		in.MessageBody = &enc
-		in.MessageAttributes = map[string]types.MessageAttributeValue{EncodingAttribute: {DataType: aws.String("String"), StringValue: aws.String("base64")}}
 	}
 	out, err := d.c.SendMessage(ctx, in)
 	if err != nil {
@@ -265,12 +280,13 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 	for {
 		poll := min(max(time.Until(deadline), 0), maxWait)
 		out, err := d.c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    &d.url,
-			MaxNumberOfMessages:         int32(n),
-			WaitTimeSeconds:             int32((poll + time.Second - 1) / time.Second),
-			VisibilityTimeout:           int32(lease / time.Second),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
-			MessageAttributeNames:       []string{EncodingAttribute},
+			QueueUrl:            &d.url,
+			MaxNumberOfMessages: int32(n),
+			WaitTimeSeconds:     int32((poll + time.Second - 1) / time.Second),
+			VisibilityTimeout:   int32(lease / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount,
+				types.MessageSystemAttributeNameSentTimestamp, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp},
+			MessageAttributeNames: []string{"All"},
 		})
 		if err != nil {
 			return nil, d.wrap(ctx, err)
@@ -286,9 +302,37 @@ func (d *Driver) Receive(ctx context.Context, n int, wait, lease time.Duration) 
 }
 
 func decode(m types.Message) *queue.Message {
-	body := Body(aws.ToString(m.Body), aws.ToString(m.MessageAttributes[EncodingAttribute].StringValue))
+	attrs := map[string]string{}
+	for k, v := range m.MessageAttributes {
+		if v.StringValue != nil { // String and Number attributes; Binary ones (other senders') are left out
+			attrs[k] = *v.StringValue
+		}
+	}
+	body, attrs := Decode(aws.ToString(m.Body), attrs)
 	attempts, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	return &queue.Message{ID: aws.ToString(m.MessageId), Body: body, Attempts: attempts, Handle: aws.ToString(m.ReceiptHandle)}
+	return &queue.Message{ID: aws.ToString(m.MessageId), Body: body, Attributes: attrs, Attempts: attempts,
+		Sent:          Timestamp(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
+		FirstReceived: Timestamp(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)]),
+		Handle:        aws.ToString(m.ReceiptHandle)}
+}
+
+// Decode returns a message's body as it was sent and its attributes without EncodingAttribute
+// (nil if none is left), given the body and String attributes SQS delivered (Lambda's SQS events
+// carry both too).
+func Decode(delivered string, attrs map[string]string) ([]byte, map[string]string) {
+	body := Body(delivered, attrs[EncodingAttribute])
+	delete(attrs, EncodingAttribute)
+	return body, queue.CloneAttributes(attrs)
+}
+
+// Timestamp parses a system attribute that is a time in epoch milliseconds (SentTimestamp,
+// ApproximateFirstReceiveTimestamp); zero if it is absent or malformed.
+func Timestamp(ms string) time.Time {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
 }
 
 func receipt(m *queue.Message) (*string, error) {

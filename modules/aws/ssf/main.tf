@@ -38,6 +38,7 @@ locals {
     SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
     SSFKIT_KEY_RETENTION_SECONDS  = tostring(var.key_retention_seconds)
     SSFKIT_MAX_ATTEMPTS           = tostring(var.max_attempts)
+    SSFKIT_MAX_RECEIVE_COUNT      = tostring(var.max_receive_count)
     SSFKIT_DEAD_LETTER_QUEUE      = "sqs://${aws_sqs_queue.dead_letter.name}?region=${local.region}"
   }
 

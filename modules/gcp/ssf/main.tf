@@ -52,6 +52,7 @@ locals {
     SSFKIT_RELAUNCH_DELAY_SECONDS = tostring(var.relaunch_delay_seconds)
     SSFKIT_KEY_RETENTION_SECONDS  = tostring(var.key_retention_seconds)
     SSFKIT_MAX_ATTEMPTS           = tostring(var.max_attempts)
+    SSFKIT_MAX_RECEIVE_COUNT      = tostring(var.max_receive_count)
     SSFKIT_DEAD_LETTER_QUEUE      = "pubsub://${local.project}/${google_pubsub_topic.dead_letter.name}" # send only
     SSFKIT_PEERS                  = jsonencode({ for p in var.peers : p => local.env.services[p].url })
     # Who the host admits (adapters/host/httphost, GoogleIDTokenVerifier): ID tokens for its

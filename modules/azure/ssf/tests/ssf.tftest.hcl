@@ -312,6 +312,7 @@ run "plans_the_defaults" {
         SSFKIT_RELAUNCH_DELAY_SECONDS                                = "120"
         SSFKIT_KEY_RETENTION_SECONDS                                 = "86400"
         SSFKIT_MAX_ATTEMPTS                                          = "10"
+        SSFKIT_MAX_RECEIVE_COUNT                                     = "5"
         SSFKIT_DEAD_LETTER_QUEUE                                     = output.dead_letter_queue_url
         SSFKIT_PEERS                                                 = "{}"
         SSFKIT_QUEUE_MESSAGE_TTL_SECONDS                             = "450"

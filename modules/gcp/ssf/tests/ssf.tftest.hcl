@@ -317,6 +317,7 @@ run "plans" {
       SSFKIT_RELAUNCH_DELAY_SECONDS = "120"
       SSFKIT_KEY_RETENTION_SECONDS  = "86400"
       SSFKIT_MAX_ATTEMPTS           = "10"
+      SSFKIT_MAX_RECEIVE_COUNT      = "5"
       SSFKIT_DEAD_LETTER_QUEUE      = "pubsub://tftest-project/tftest-counter-dead-letter"
       SSFKIT_PEERS                  = jsonencode({ caller = "https://tftest-caller-123456789012.europe-west1.run.app" })
       SSFKIT_AUDIENCE               = "https://tftest-counter-123456789012.europe-west1.run.app"
