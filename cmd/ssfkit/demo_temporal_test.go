@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/testservers"
+
 	"bytes"
 	"context"
 	"os"
@@ -16,7 +18,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asCLI) == "1" {
 		main()
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testservers.StopAll() // the emulators the docs' commands ran against
+	os.Exit(code)
 }
 
 // The Temporal demo SIGKILLs its worker process in the middle of activities and checks the

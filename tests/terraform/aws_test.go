@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
@@ -79,23 +83,19 @@ func TestAWS(t *testing.T) {
 	})
 
 	t.Run("bank example: ssfkit up, clean plan, the runtime on its tables, ssfkit down", func(t *testing.T) {
+		t.Parallel()
 		// deploy.Up is `ssfkit up --cloud aws --endpoint MOTO`: init, plan, the policies on the
-		// plan of a fresh environment (no violation; the identities' policies are known only
-		// after apply, so up checks them on a plan it makes after it), apply, the config.
+		// plan of a fresh environment (no violation, no warning: the modules build every grant
+		// from names the plan knows), apply, a plan of what was applied, the config. The root
+		// module is given by a relative path, as the CLI's default --dir is.
 		dir := filepath.Join(modules, "aws", "examples", "bank")
-		o := deploy.Options{Cloud: "aws", Dir: dir, StateDir: t.TempDir(), Vars: []string{"throwaway=true", "artifact=" + artifact}, Endpoint: moto,
+		o := deploy.Options{Cloud: "aws", Dir: relative(t, dir), StateDir: t.TempDir(), Vars: []string{"throwaway=true", "artifact=" + artifact}, Endpoint: moto,
 			Terraform: tf.Bin(), Env: tf.Env(), Progress: testWriter{t}}
 		res, err := deploy.Up(ctx, o)
-		defer func() {
-			if err := deploy.Down(ctx, o); err != nil {
-				t.Error(err)
-			}
-		}()
+		down := downOnce(t, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The modules build every grant from names the plan knows: the policies, which deny what
-		// they cannot see, check the first deployment whole.
 		if v := res.Verdict; len(v.Deny) != 0 || len(v.Warn) != 0 {
 			t.Fatalf("policies on the fresh plan: %+v, want nothing", v)
 		}
@@ -112,8 +112,154 @@ func TestAWS(t *testing.T) {
 				t.Fatalf("SSF %s's function_id is %q, want its Lambda function's ARN", name, s.FunctionID)
 			}
 		}
+		stateOutsideSource(t, dir, o.StateDir)
 		runBankOn(t, moto, cfg.SSFs)
+		down()
+		nothingLeft(t, moto, "bank")
 	})
+
+	t.Run("a root module of one's own, protected: up, down refused, down with protection lifted", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		root := `variable "artifact" {
+  type = string
+}
+
+variable "deletion_protection" {
+  type    = bool
+  default = true
+}
+
+module "ssf" {
+  source              = "` + filepath.ToSlash(filepath.Join(modules, "aws", "ssf")) + `"
+  name                = "ledger"
+  environment         = "mine"
+  artifact            = var.artifact
+  deletion_protection = var.deletion_protection
+}
+
+output "ssfkit_config" {
+  value = { environment = "mine", region = "us-east-1", ssfs = { ledger = module.ssf.ssfkit_config } }
+}
+`
+		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(root), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := deploy.Options{Cloud: "aws", Dir: dir, StateDir: t.TempDir(), Vars: []string{"artifact=" + artifact}, Endpoint: moto,
+			Terraform: tf.Bin(), Env: tf.Env(), Progress: testWriter{t}}
+		res, err := deploy.Up(ctx, o)
+		lifted := o
+		lifted.LiftProtection, lifted.Confirm = true, func(string) bool { return true }
+		down := downOnce(t, lifted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Config.SSFs) != 1 || len(res.Drift) != 0 {
+			t.Fatalf("config %+v, drift %v", res.Config, res.Drift)
+		}
+		stateOutsideSource(t, dir, o.StateDir)
+		err = deploy.Down(ctx, o)
+		if err == nil || !strings.Contains(err.Error(), `module.ssf.aws_dynamodb_table.this`) || !strings.Contains(err.Error(), "--lift-protection") {
+			t.Fatalf("down on a protected environment: %v, want a refusal naming the table and --lift-protection", err)
+		}
+		if tables := listTables(t, moto, "mine-"); len(tables) != 1 {
+			t.Fatalf("after the refused down: tables %v, want the SSF's, untouched", tables)
+		}
+		down()
+		nothingLeft(t, moto, "mine")
+	})
+}
+
+// relative is path relative to the working directory, as a user's --dir is.
+func relative(t *testing.T, path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// downOnce returns a function that runs deploy.Down once, which a cleanup also calls if the
+// test ends before it.
+func downOnce(t *testing.T, o deploy.Options) func() {
+	var once sync.Once
+	down := func() {
+		once.Do(func() {
+			if err := deploy.Down(context.Background(), o); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(down)
+	return down
+}
+
+// stateOutsideSource checks that up kept Terraform's state and data out of the root module.
+func stateOutsideSource(t *testing.T, dir, stateDir string) {
+	t.Helper()
+	for _, name := range []string{"terraform.tfstate", ".terraform", "ssfkit-up.tfplan"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("up left %s in the root module", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "terraform.tfstate")); err != nil {
+		t.Errorf("no state in the state directory: %v", err)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(stateDir, "up-*.log")); len(logs) != 1 {
+		t.Errorf("logs in the state directory: %v, want up's", logs)
+	}
+}
+
+// nothingLeft checks, through moto's dump of every service's data, that nothing named for the
+// environment is left: tables, queues, functions and their mappings and invoke configs, roles
+// and their policies, log groups, schedules, key aliases. A KMS key cannot be deleted at once:
+// it must be pending deletion.
+func nothingLeft(t *testing.T, moto, environment string) {
+	t.Helper()
+	resp, err := http.Get(moto + "/moto-api/data.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var data map[string]map[string][]map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&data); err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile(`(^|[/:"'_ ])(ssfkit-)?` + regexp.QuoteMeta(environment) + `-`)
+	for service, models := range data {
+		for model, items := range models {
+			for _, item := range items {
+				b, _ := json.Marshal(item)
+				if !name.Match(b) {
+					continue
+				}
+				if service == "kms" && model == "Key" && item["key_state"] == "PendingDeletion" {
+					continue
+				}
+				t.Errorf("after down, moto still has a %s %s: %.300s", service, model, b)
+			}
+		}
+	}
+}
+
+// listTables lists moto's DynamoDB tables whose names start with prefix.
+func listTables(t *testing.T, moto, prefix string) []string {
+	t.Helper()
+	out, err := testtables.DynamoClient(t).ListTables(context.Background(), &dynamodb.ListTablesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range out.TableNames {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 func disableEventSources(t *testing.T, moto, function string) {

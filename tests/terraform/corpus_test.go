@@ -133,7 +133,11 @@ func planCase(t *testing.T, tf *tftest.Terraform, c policycorpus.Case, dir strin
 		}
 	}
 	tf.Must(ctx, dir, append([]string{"plan", "-input=false", "-no-color", "-out", "plan.out"}, vars...)...)
-	return []byte(tf.Must(ctx, dir, "show", "-json", "plan.out"))
+	plan := []byte(tf.Must(ctx, dir, "show", "-json", "plan.out"))
+	if len(c.ApplyFirst) > 0 {
+		tf.Must(ctx, dir, append([]string{"destroy", "-input=false", "-no-color", "-auto-approve"}, vars...)...)
+	}
+	return plan
 }
 
 // writeArtifact writes a stand-in for a function's zip: moto stores it and never runs it.
