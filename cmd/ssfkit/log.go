@@ -22,6 +22,15 @@ var logActions = []struct{ name, summary string }{
 	{"collect", "run the log's collector on every tenant of the table (or -tenant's)"},
 }
 
+// logActionNames are the actions' names, for the help.
+func logActionNames() []string {
+	names := make([]string, len(logActions))
+	for i, a := range logActions {
+		names[i] = a.name
+	}
+	return names
+}
+
 // runLog inspects and maintains a shared log in a live store: what an operator needs, and the
 // scheduled job that collects a log kept outside every SSF's table.
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
