@@ -163,7 +163,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("dev: %w", err)
 		}
 		defer w.Stop()
-		temporalLine = fmt.Sprintf("%s, namespace %s, task queue %s\n              inspect: temporal workflow list --address %s", tf.address, tf.namespace, tf.taskQueue, tf.address)
+		temporalLine = temporalBannerLine(&tf, ex)
 	}
 
 	served := make(chan error, 1)
@@ -182,6 +182,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("dev: shutdown: %w", err)
 	}
 	return nil
+}
+
+// temporalBannerLine is the banner's Temporal line: where the worker runs and, for an example
+// with workflows, how to list them (the bank has none: its SSFs are only activities).
+func temporalBannerLine(tf *temporalFlags, ex example) string {
+	line := fmt.Sprintf("%s, namespace %s, task queue %s", tf.address, tf.namespace, tf.taskQueue)
+	if ex.workflows == nil {
+		return line + fmt.Sprintf("\n              the %s example has no workflows: its SSFs are activities (ssf.NAME)\n"+
+			"              for workflows of yours; ssfkit dev --app travel runs some", ex.name)
+	}
+	return line + "\n              inspect: temporal workflow list --address " + tf.address
 }
 
 // checkListenAddr refuses addresses reachable from other machines unless public is set: the

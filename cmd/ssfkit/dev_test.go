@@ -202,8 +202,8 @@ func TestDevRunsWorkflowsOnEmbeddedTemporal(t *testing.T) {
 		"--temporal", temporalEmbedded, "--temporal-port", fmt.Sprint(port), "--temporal-db", dir+"/temporal.db")
 	defer stop()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if !strings.Contains(out.String(), "Temporal    "+addr) {
-		t.Fatalf("banner without the Temporal address %s:\n%s", addr, out.String())
+	if !strings.Contains(out.String(), "Temporal    "+addr) || !strings.Contains(out.String(), "temporal workflow list --address "+addr) {
+		t.Fatalf("banner without the Temporal address %s or how to list the workflows:\n%s", addr, out.String())
 	}
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	if err != nil {
@@ -315,5 +315,16 @@ func TestDevHelpAndBusyPorts(t *testing.T) {
 		"--temporal-port", fmt.Sprint(port), "--temporal-db", dir + "/temporal.db"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--temporal-port") || !strings.Contains(err.Error(), "--temporal off") {
 		t.Errorf("dev on a busy Temporal port: %v, want an error naming --temporal-port and --temporal off", err)
+	}
+}
+
+// The banner suggests listing workflows only for an example that has some.
+func TestDevBannerTemporalLine(t *testing.T) {
+	tf := &temporalFlags{address: "127.0.0.1:7233", namespace: "default", taskQueue: "ssfkit"}
+	if line := temporalBannerLine(tf, travelExample); !strings.Contains(line, "temporal workflow list --address 127.0.0.1:7233") {
+		t.Errorf("travel's Temporal line: %q", line)
+	}
+	if line := temporalBannerLine(tf, bankExample); strings.Contains(line, "workflow list") || !strings.Contains(line, "no workflows") {
+		t.Errorf("bank's Temporal line: %q", line)
 	}
 }
