@@ -192,7 +192,8 @@ func (l *logRecords) texts() []string {
 }
 
 // A transaction dying in a wait-die conflict is normal under contention: neither the worker nor
-// the SDK logs it as an error, but at INFO (ours) and DEBUG (the SDK's activity error).
+// the SDK logs it as an error, but at INFO (ours) and DEBUG (the SDK's activity error). An
+// application's error is still logged at ERROR.
 func TestWaitDieConflictIsNotLoggedAsAnError(t *testing.T) {
 	f := newFixture(t, nil)
 	f.setCapacity(t, "hotel", "h", 2)
@@ -213,19 +214,27 @@ func TestWaitDieConflictIsNotLoggedAsAnError(t *testing.T) {
 		if !errors.Is(err, ErrConflicts) {
 			return false, fmt.Errorf("the younger transaction: committed %v, %v; want it to die", committed, err)
 		}
+		// A real error stays an error: a booking of an unknown item, outside a transaction.
+		if err := Call(ctx, "hotel", booking{Op: "book", Item: "none"}, nil); !IsApplicationError(err) {
+			return false, fmt.Errorf("booking an unknown item: %v, want an application error", err)
+		}
 		return older.End(ctx)
 	})
 	var committed bool
 	if err := env.GetWorkflowResult(&committed); err != nil || !committed {
 		t.Fatalf("workflow: committed %v, %v", committed, err)
 	}
-	conflictLogged := false
+	conflictLogged, errorLogged := false, false
 	for _, line := range logs.texts() {
+		errorLogged = errorLogged || (strings.HasPrefix(line, "ERROR") && strings.Contains(line, ErrTypeApplication))
 		mentions := strings.Contains(line, "wait-die") || strings.Contains(line, ErrTypeTxConflict)
 		if mentions && strings.HasPrefix(line, "ERROR") {
 			t.Errorf("a wait-die conflict logged as an error: %s", line)
 		}
 		conflictLogged = conflictLogged || (mentions && strings.HasPrefix(line, "INFO"))
+	}
+	if !errorLogged {
+		t.Errorf("the application error was not logged as an error:\n%s", strings.Join(logs.texts(), "\n"))
 	}
 	if !conflictLogged {
 		t.Errorf("no INFO record of the conflict:\n%s", strings.Join(logs.texts(), "\n"))
