@@ -110,8 +110,9 @@ was conserved. Some transfers are meant to be refused: to or from a missing
 account, of a zero or negative amount, into a vault near the int64 limit.
 Exits with status 1 if an invariant fails.
 
-'ssfkit demo travel' runs the travel reservation example instead
-('ssfkit demo travel -h' lists its flags).`,
+'ssfkit demo travel' runs the travel reservation example instead; 'ssfkit demo
+temporal' runs it as Temporal workflows on an embedded Temporal server, killing
+the worker process ('ssfkit demo APP -h' lists an app's flags).`,
 		title: "ssfkit demo: exactly-once bank transfers, with crashes injected",
 		intro: `Three stateful serverless functions: teller takes a transfer, calls accounts to
 withdraw and then to deposit, and tells audit asynchronously, which records it

@@ -3,67 +3,73 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ssfkit/ssfkit/internal/bench"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-const benchUsage = `Usage: ssfkit bench BENCHMARK [flags]
+// benchmarks are `ssfkit bench`'s benchmarks, in the order its help lists them.
+var benchmarks = []struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}{
+	{"ops", "raw vs exactly-once Read, Write, CondWrite and SyncInvoke, side by side on one store, " +
+		"with a short and with a pre-grown linked DAAL (Beldi §7.3)", benchOps},
+	{"daal", "linked DAAL length and write latency over time, with and without garbage collection, " +
+		"every instance writing one key (Beldi §7.5, Fig. 16)", benchDAAL},
+	{"travel", "the travel reservation app: throughput, median and p99 latency of reservations with " +
+		"transactions, with exactly-once alone, and with neither, and the double-bookings each produced " +
+		"(Beldi §7.4, Fig. 15)", benchTravel},
+	{"backends", "ops (short DAAL) on every backend the tests cover, each on a server this command " +
+		"starts on 127.0.0.1: one table and one plot of the EO/raw ratios", benchBackends},
+	{"temporal", "workflows of k steps on an embedded Temporal server, each step a plain activity or " +
+		"an exactly-once SSF activity: per-step overhead and throughput", benchTemporal},
+	{"log", "the shared log against direct table writes and reads of the same records, on each " +
+		"backend: append and read latency, throughput with concurrent writers", benchLog},
+}
 
-Benchmarks (see BENCHMARKS.md):
-  ops   raw vs exactly-once Read, Write, CondWrite and SyncInvoke, side by side on one store,
-        with a short and with a pre-grown linked DAAL (Beldi §7.3)
-  daal  linked DAAL length and write latency over time, with and without garbage
-        collection, every instance writing one key (Beldi §7.5, Fig. 16)
-  travel
-        the travel reservation app: throughput, median and p99 latency of reservations
-        with transactions, with exactly-once alone, and with neither, and the
-        double-bookings each produced (Beldi §7.4, Fig. 15)
-  backends
-        ops (short DAAL) on every backend the tests cover, each on a server this
-        command starts on 127.0.0.1: one table and one plot of the EO/raw ratios
-  temporal
-        workflows of k steps on an embedded Temporal server, each step a plain
-        activity or an exactly-once SSF activity: per-step overhead and throughput
+// benchNames are the benchmarks' names, for the help and messages.
+func benchNames() []string {
+	names := make([]string, len(benchmarks))
+	for i, b := range benchmarks {
+		names[i] = b.name
+	}
+	return names
+}
 
-Run 'ssfkit bench BENCHMARK -h' for its flags.
-`
-
-// runBench is `ssfkit bench`.
-func runBench(ctx context.Context, args []string) error {
-	return benchMain(ctx, args, os.Stdout, os.Stderr)
+// printBenchUsage writes `ssfkit bench -h`: the benchmarks from the table.
+func printBenchUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: ssfkit bench %s [flags]\n\nBenchmarks (see BENCHMARKS.md):\n", strings.Join(benchNames(), "|"))
+	for _, b := range benchmarks {
+		fmt.Fprintf(w, "  %s\n%s", b.name, wrapText(b.summary, 8, 88))
+	}
+	fmt.Fprintf(w, "\nRun 'ssfkit bench BENCHMARK -h' for its flags.\n")
 }
 
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	want := strings.Join(benchNames(), ", ")
 	if len(args) == 0 {
-		fmt.Fprint(stderr, benchUsage)
-		return &cliUsageError{err: errors.New("bench needs a benchmark: ops, daal, travel, backends, temporal or log"), printed: false}
+		printBenchUsage(stderr)
+		return &cliUsageError{err: fmt.Errorf("bench needs a benchmark: %s", want), printed: false}
 	}
 	switch args[0] {
-	case "ops":
-		return benchOps(ctx, args[1:], stdout, stderr)
-	case "daal":
-		return benchDAAL(ctx, args[1:], stdout, stderr)
-	case "travel":
-		return benchTravel(ctx, args[1:], stdout, stderr)
-	case "backends":
-		return benchBackends(ctx, args[1:], stdout, stderr)
-	case "temporal":
-		return benchTemporal(ctx, args[1:], stdout, stderr)
-	case "log":
-		return benchLog(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, benchUsage)
+		printBenchUsage(stdout)
 		return flag.ErrHelp
 	}
-	fmt.Fprint(stderr, benchUsage)
-	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want ops, daal, travel, backends, temporal or log)", args[0])}
+	for _, b := range benchmarks {
+		if b.name == args[0] {
+			return b.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	printBenchUsage(stderr)
+	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want %s)", args[0], want)}
 }
 
 const storeFlagHelp = "store `URL`, e.g. sqlite:///abs/path.db?table=T or mem:// (default: a fresh SQLite file in a temporary directory, removed afterwards)"

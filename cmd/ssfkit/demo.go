@@ -65,6 +65,21 @@ var demoApps = map[string]func() demoApp{
 	travelExample.name: func() demoApp { return &travelDemo{} },
 }
 
+// temporalDemoName is the demo of the travel app as Temporal workflows (demo_temporal.go).
+const temporalDemoName = "temporal"
+
+// demoNames are the demos `ssfkit demo` runs: the default first, then the other apps, then the
+// Temporal demo.
+func demoNames() []string {
+	names := []string{defaultExample}
+	for _, name := range slices.Sorted(maps.Keys(demoApps)) {
+		if name != defaultExample {
+			names = append(names, name)
+		}
+	}
+	return append(names, temporalDemoName)
+}
+
 // demoTiming is the runtime and collector timing. The defaults make the garbage collector's
 // bound T pass within the run, so the demo shows logs being reclaimed; tests shorten them.
 type demoTiming struct {
@@ -99,12 +114,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
-	if name == "temporal" {
+	if name == temporalDemoName {
 		return runTemporalDemo(ctx, args, stdout, stderr)
 	}
 	newApp, ok := demoApps[name]
 	if !ok {
-		return &cliUsageError{err: fmt.Errorf("demo: unknown application %q (want %s)", name, exampleNames())}
+		return &cliUsageError{err: fmt.Errorf("demo: unknown application %q (want %s)", name, strings.Join(demoNames(), ", "))}
 	}
 	app := newApp()
 	o := demoOptions{timing: defaultDemoTiming}
@@ -112,7 +127,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if name != defaultExample {
 		cmd += " " + name
 	}
-	fs := newFlagSet(cmd, app.info().synopsis, stderr)
+	usage := "ssfkit " + cmd + " [flags]"
+	if name == defaultExample {
+		usage = fmt.Sprintf("ssfkit demo [%s] [flags]", strings.Join(demoNames(), "|"))
+	}
+	fs := newFlagSetUsage(cmd, usage, app.info().synopsis, stderr)
 	fs.IntVar(&o.concurrency, "concurrency", 8, "number of requests in flight at once")
 	fs.Float64Var(&o.crashRate, "crash-rate", 0.02, "probability of a crash at each injection point, 0 to 1")
 	fs.Uint64Var(&o.seed, "seed", 20201104, "seed of the requests and crash points, to reproduce a run")

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -25,10 +26,21 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )
 
-const devSynopsis = `Hosts an example's SSFs on the embedded store and serves them over HTTP, with
-the intent and garbage collectors on timers: the bank (teller, accounts, audit)
-or the travel reservation app (frontend, order, hotel, flight and six more, its
-hotels, flights and users loaded at start). Stop it with Ctrl-C.`
+const devSynopsis = `Hosts an example's SSFs and serves them over HTTP, with the intent and garbage
+collectors on timers: the bank (teller, accounts, audit) or the travel reservation
+app (frontend, order, hotel, flight and six more, its hotels, flights and users
+loaded at start). Stop it with Ctrl-C.
+
+What it starts and writes, and the flags that move it or turn it off:
+  HTTP API   on 127.0.0.1:8080 (--addr)
+  store      the SQLite database .ssfkit/dev.db, a table per SSF, kept across
+             restarts (--store: another file, or mem:// for a throwaway run;
+             --config: the stores 'ssfkit up' wrote)
+  Temporal   an embedded Temporal server, its frontend on 127.0.0.1:7233
+             (--temporal-port), its state in .ssfkit/temporal.db (--temporal-db),
+             and a worker for the example's workflows and its SSFs as activities;
+             --temporal off runs without Temporal, --temporal HOST:PORT uses that
+             cluster instead of starting one`
 
 // Runtime timing in dev: short enough that an abandoned request finishes within half a minute
 // and logs are reclaimed within minutes, long enough for any request to the example. The
@@ -36,6 +48,9 @@ hotels, flights and users loaded at start). Stop it with Ctrl-C.`
 // execution (a config with a shorter relaunch delay is refused).
 // devMaxConnections bounds the dev server's open connections.
 const devMaxConnections = 256
+
+// devTemporalPort is the embedded Temporal server's default frontend port, Temporal's own.
+const devTemporalPort = 7233
 
 const (
 	devLifetime      = 30 * time.Second
@@ -58,9 +73,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	icEvery := fs.Duration("ic-every", time.Second, "intent collector period (0 disables it)")
 	gcEvery := fs.Duration("gc-every", 10*time.Second, "garbage collector period (0 disables it)")
 	var tf temporalFlags
-	tf.register(fs, temporalEmbedded, "Temporal: '"+temporalEmbedded+"' starts a server in this process (SQLite file --temporal-db, port --temporal-port); 'off' runs without; HOST:PORT uses that cluster")
-	temporalDB := fs.String("temporal-db", filepath.Join(".ssfkit", "temporal.db"), "the embedded Temporal server's SQLite `file` (kept across restarts)")
-	temporalPort := fs.Int("temporal-port", 7233, "the embedded Temporal server's frontend `port` on 127.0.0.1")
+	tf.register(fs, temporalEmbedded, "Temporal: '"+temporalEmbedded+"' starts a server in this process (state in --temporal-db, frontend on 127.0.0.1:--temporal-port) and a worker on it; 'off' runs without Temporal; HOST:PORT uses that cluster")
+	temporalDB := fs.String("temporal-db", filepath.Join(".ssfkit", "temporal.db"), "the embedded Temporal server's SQLite `file` (created if missing, kept across restarts)")
+	temporalPort := fs.Int("temporal-port", devTemporalPort, "the embedded Temporal server's frontend `port` on 127.0.0.1 (--temporal off: none)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -78,12 +93,25 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	// Listen first: a port in use fails the command before anything starts.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("dev: %s is already in use (another ssfkit dev?); pass --addr 127.0.0.1:PORT to listen on another port", *addr)
+		}
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer ln.Close()
 
 	cfg := devConfig()
 	var temporalClient client.Client
 	if tf.address != temporalOff {
 		c, closeTemporal, err := connectTemporal(ctx, &tf, *temporalDB, *temporalPort, stderr)
 		if err != nil {
+			if tf.address == temporalEmbedded && errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("dev: the embedded Temporal server's port 127.0.0.1:%[1]d is already in use (another ssfkit dev, or a Temporal server?): "+
+					"pass --temporal-port PORT to move it, --temporal 127.0.0.1:%[1]d to use the server there, or --temporal off to run without Temporal", *temporalPort)
+			}
 			return fmt.Errorf("dev: %w", err)
 		}
 		defer closeTemporal()
@@ -107,10 +135,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := ex.load(ctx, app.host); err != nil {
 			return fmt.Errorf("dev: %w", err)
 		}
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("dev: %w", err)
 	}
 	// A dev server may be left running: slow or idle clients cannot hold connections for
 	// ever, nor open without bound.
@@ -139,7 +163,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("dev: %w", err)
 		}
 		defer w.Stop()
-		temporalLine = fmt.Sprintf("%s, namespace %s, task queue %s\n              inspect: temporal workflow list --address %s", tf.address, tf.namespace, tf.taskQueue, tf.address)
+		temporalLine = temporalBannerLine(&tf, ex)
 	}
 
 	served := make(chan error, 1)
@@ -158,6 +182,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("dev: shutdown: %w", err)
 	}
 	return nil
+}
+
+// temporalBannerLine is the banner's Temporal line: where the worker runs and, for an example
+// with workflows, how to list them (the bank has none: its SSFs are only activities).
+func temporalBannerLine(tf *temporalFlags, ex example) string {
+	line := fmt.Sprintf("%s, namespace %s, task queue %s", tf.address, tf.namespace, tf.taskQueue)
+	if ex.workflows == nil {
+		return line + fmt.Sprintf("\n              the %s example has no workflows: its SSFs are activities (ssf.NAME)\n"+
+			"              for workflows of yours; ssfkit dev --app travel runs some", ex.name)
+	}
+	return line + "\n              inspect: temporal workflow list --address " + tf.address
 }
 
 // checkListenAddr refuses addresses reachable from other machines unless public is set: the

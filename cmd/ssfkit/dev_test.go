@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -199,8 +202,8 @@ func TestDevRunsWorkflowsOnEmbeddedTemporal(t *testing.T) {
 		"--temporal", temporalEmbedded, "--temporal-port", fmt.Sprint(port), "--temporal-db", dir+"/temporal.db")
 	defer stop()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if !strings.Contains(out.String(), "Temporal    "+addr) {
-		t.Fatalf("banner without the Temporal address %s:\n%s", addr, out.String())
+	if !strings.Contains(out.String(), "Temporal    "+addr) || !strings.Contains(out.String(), "temporal workflow list --address "+addr) {
+		t.Fatalf("banner without the Temporal address %s or how to list the workflows:\n%s", addr, out.String())
 	}
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	if err != nil {
@@ -280,5 +283,48 @@ func TestDevLogCannotBeForged(t *testing.T) {
 		if strings.ContainsAny(line, "\x1b\u009b") {
 			t.Errorf("a terminal escape reached the log: %q", line)
 		}
+	}
+}
+
+// dev -h says what dev starts and writes, and a port in use fails dev with the flag that moves
+// it (or turns it off), before anything starts.
+func TestDevHelpAndBusyPorts(t *testing.T) {
+	var help bytes.Buffer
+	if err := runDev(context.Background(), []string{"-h"}, io.Discard, &help); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("dev -h: %v", err)
+	}
+	for _, want := range []string{"127.0.0.1:8080 (--addr)", ".ssfkit/dev.db", "127.0.0.1:7233", "(--temporal-port)", ".ssfkit/temporal.db (--temporal-db)", "--temporal off"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("dev -h does not say %q:\n%s", want, help.String())
+		}
+	}
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	store := "sqlite://" + dir + "/dev.db"
+	err = runDev(context.Background(), []string{"--addr", busy.Addr().String(), "--temporal", temporalOff, "--store", store}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--addr") {
+		t.Errorf("dev on a busy HTTP port: %v, want an error naming --addr", err)
+	}
+	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--store", store,
+		"--temporal-port", fmt.Sprint(port), "--temporal-db", dir + "/temporal.db"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--temporal-port") || !strings.Contains(err.Error(), "--temporal off") {
+		t.Errorf("dev on a busy Temporal port: %v, want an error naming --temporal-port and --temporal off", err)
+	}
+}
+
+// The banner suggests listing workflows only for an example that has some.
+func TestDevBannerTemporalLine(t *testing.T) {
+	tf := &temporalFlags{address: "127.0.0.1:7233", namespace: "default", taskQueue: "ssfkit"}
+	if line := temporalBannerLine(tf, travelExample); !strings.Contains(line, "temporal workflow list --address 127.0.0.1:7233") {
+		t.Errorf("travel's Temporal line: %q", line)
+	}
+	if line := temporalBannerLine(tf, bankExample); strings.Contains(line, "workflow list") || !strings.Contains(line, "no workflows") {
+		t.Errorf("bank's Temporal line: %q", line)
 	}
 }

@@ -22,6 +22,15 @@ var logActions = []struct{ name, summary string }{
 	{"collect", "run the log's collector on every tenant of the table (or -tenant's)"},
 }
 
+// logActionNames are the actions' names, for the help.
+func logActionNames() []string {
+	names := make([]string, len(logActions))
+	for i, a := range logActions {
+		names[i] = a.name
+	}
+	return names
+}
+
 // runLog inspects and maintains a shared log in a live store: what an operator needs, and the
 // scheduled job that collects a log kept outside every SSF's table.
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -104,7 +113,15 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stdout, "tenant %s has no color in this table\n", *tenant)
 		}
 	case "read":
-		for n := 0; *limit == 0 || n < *limit; n++ {
+		tail, err := l.CheckTail(ctx, *color)
+		if errors.Is(err, sharedlog.ErrNoColor) {
+			return fmt.Errorf("log read: tenant %s has no color %q in this table (ssfkit log colors lists its colors)", *tenant, *color)
+		}
+		if err != nil {
+			return fmt.Errorf("log read: %w", err)
+		}
+		first, n := *from, 0
+		for ; *limit == 0 || n < *limit; n++ {
 			rec, found, err := l.ReadNext(ctx, *color, *from)
 			if err != nil {
 				return err
@@ -114,6 +131,9 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			fmt.Fprintf(stdout, "%d\t%s\n", rec.SN, printable(rec.Data))
 			*from = rec.SN + 1
+		}
+		if n == 0 { // the color exists: say why nothing was printed, off stdout
+			fmt.Fprintf(stderr, "log read: color %s has no record from SN %d on (its tail is %d)\n", *color, first, tail)
 		}
 	case "trim":
 		if err := l.Trim(ctx, *color, *upTo); err != nil {

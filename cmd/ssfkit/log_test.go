@@ -57,4 +57,17 @@ func TestLogCommand(t *testing.T) {
 	if out, err := ssfkit("log", "colors", "-tenant", "globex"); err != nil || !strings.Contains(out, "tenant globex has no color") {
 		t.Fatalf("another tenant's colors: %q, %v", out, err)
 	}
+	// A color that does not exist fails; one that exists with nothing to read says so, and
+	// succeeds.
+	if out, err := ssfkit("log", "read", "-tenant", "acme", "-color", "refunds"); err == nil || out != "" || !strings.Contains(err.Error(), `tenant acme has no color "refunds"`) {
+		t.Fatalf("read of a missing color: %q, %v", out, err)
+	}
+	if err := l.AddColor(ctx, "refunds", ""); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"log", "read", "-store", url, "-tenant", "acme", "-color", "refunds"}, &stdout, &stderr); err != nil || stdout.Len() != 0 ||
+		!strings.Contains(stderr.String(), "color refunds has no record from SN 1 on (its tail is 0)") {
+		t.Fatalf("read of an empty color: %q, %q, %v", stdout.String(), stderr.String(), err)
+	}
 }

@@ -8,33 +8,82 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
+
+	"github.com/ssfkit/ssfkit/internal/deploy"
 )
 
 // command is one subcommand. run receives the arguments after the subcommand's name; it parses
 // them with its own flag.FlagSet, so `-h` prints the subcommand's flags.
 type command struct {
-	name, summary string
-	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	name string
+	// variants are the choices of the first argument (applications, actions, benchmarks), from
+	// the tables that define them; nil when the command has none. optional: it may be left out.
+	variants func() []string
+	optional bool
+	args     string // what follows the variant in the help: flags and operands
+	summary  string
+	run      func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
+// commands are the subcommands, in the order the help lists them; the help is generated from
+// this table and the variants' own tables.
 var commands = []command{
-	{"demo", "run the bank demo, or 'demo travel', on embedded SQLite with crashes injected", runDemo},
-	{"dev", "serve an example's SSFs over HTTP on embedded SQLite, with collectors", runDev},
-	{"worker", "host an example's SSFs and workflows on a Temporal cluster, with collectors", runWorker},
-	{"bench", "benchmark exactly-once operations, DAAL length, travel transactions", func(ctx context.Context, args []string, _, _ io.Writer) error {
-		return runBench(ctx, args)
-	}},
-	{"build", "build the artifact a cloud's ssf module deploys: ssfkit build --cloud aws --app bank --out bank.zip", runBuild},
-	{"up", "stand an environment up and write its ssfkit config: ssfkit up --cloud local|aws|azure|gcp", runUp},
-	{"down", "destroy what ssfkit up stood up: ssfkit down --cloud local|aws|azure|gcp", runDown},
-	{"log", "inspect, trim and collect a shared log in a live store: ssfkit log colors -store URL -tenant T", runLog},
-	{"policy", "run ssfkit's policies on a Terraform plan (conftest-compatible): ssfkit policy check PLAN.json", runPolicy},
-	{"instance", "show one instance (an idempotency key) of an SSF: pending, done, given up, expired: ssfkit instance -store URL ID", runInstance},
-	{"conformance", "run the driver and runtime suites against a live store: ssfkit conformance -store URL", runConformance},
-	{"help", "show this help, or a command's flags: ssfkit help COMMAND", nil}, // handled by run
+	{name: "demo", variants: demoNames, optional: true, args: "[flags]", run: runDemo,
+		summary: "run an example on a temporary SQLite store while crashing executions at random, " +
+			"then check its invariants: bank (the default) or travel; temporal runs the travel app as " +
+			"workflows on an embedded Temporal server and SIGKILLs the worker process"},
+	{name: "dev", args: "[flags]", run: runDev,
+		summary: "serve an example's SSFs over HTTP on 127.0.0.1:8080 (--addr), on the SQLite database " +
+			".ssfkit/dev.db (--store), with the collectors and an embedded Temporal server on " +
+			"127.0.0.1:7233 (--temporal-port; --temporal off) kept in .ssfkit/temporal.db"},
+	{name: "worker", args: "[flags]", run: runWorker,
+		summary: "host an example's SSFs as Temporal activities and its workflows on a Temporal cluster " +
+			"(127.0.0.1:7233, e.g. dev's; --temporal), with the collectors"},
+	{name: "bench", variants: benchNames, args: "[flags]", run: benchMain,
+		summary: "benchmark exactly-once operations, DAAL length, travel transactions, the backends, " +
+			"Temporal steps and the shared log (BENCHMARKS.md)"},
+	{name: "build", args: "--cloud " + strings.Join(slices.Sorted(maps.Keys(hostDirs)), "|") + " --app APP|--pkg PKG --out FILE", run: runBuild,
+		summary: "build the artifact a cloud's ssf module deploys (a zip, or a container image for gcp)"},
+	{name: "up", args: "--cloud " + cloudChoices() + " [flags]", run: runUp,
+		summary: "stand an environment up and write its ssfkit config: local, a table per SSF of --app " +
+			"in .ssfkit/dev.db; a cloud, terraform plan, the policies on the plan, apply"},
+	{name: "down", args: "--cloud " + cloudChoices() + " [flags]", run: runDown,
+		summary: "destroy what 'ssfkit up' stood up (a cloud: terraform destroy), then remove its config"},
+	{name: "log", variants: logActionNames, args: "-store URL [flags]", run: runLog,
+		summary: "list, read, trim and collect a shared log in a live store"},
+	{name: "policy", variants: func() []string { return []string{"check"} }, args: "[flags] PLAN.json", run: runPolicy,
+		summary: "run ssfkit's policies on a Terraform plan (conftest-compatible)"},
+	{name: "instance", args: "-store URL | -config FILE -ssf NAME [flags] ID", run: runInstance,
+		summary: "show one instance (an idempotency key) of an SSF: pending, done, given up, expired"},
+	{name: "conformance", args: "-store URL [-queue URL] [flags]", run: runConformance,
+		summary: "run the driver and runtime suites against a live store or queue"},
+	{name: "help", args: "[COMMAND [VARIANT]]", // handled by run
+		summary: "show this help, or a command's flags ('ssfkit help demo temporal' is 'ssfkit demo temporal -h')"},
+}
+
+// cloudChoices are up's and down's --cloud values.
+func cloudChoices() string { return strings.Join(append([]string{"local"}, deploy.Clouds...), "|") }
+
+// usageLine is the command's synopsis in the help: name, variants, arguments.
+func (c command) usageLine() string {
+	parts := []string{"ssfkit", c.name}
+	if c.variants != nil {
+		v := strings.Join(c.variants(), "|")
+		if c.optional {
+			v = "[" + v + "]"
+		}
+		parts = append(parts, v)
+	}
+	if c.args != "" {
+		parts = append(parts, c.args)
+	}
+	return strings.Join(parts, " ")
 }
 
 func main() {
@@ -68,8 +117,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			printUsage(stdout)
 			return nil
 		}
-		// `ssfkit help demo` is `ssfkit demo -h`.
-		name, rest = rest[0], []string{"-h"}
+		// `ssfkit help demo` is `ssfkit demo -h`, `ssfkit help demo temporal` is
+		// `ssfkit demo temporal -h`.
+		name, rest = rest[0], append(slices.Clone(rest[1:]), "-h")
 	}
 	for _, c := range commands {
 		if c.name == name && c.run != nil {
@@ -82,11 +132,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintf(w, "ssfkit runs exactly-once stateful serverless functions.\n\nUsage:\n  ssfkit COMMAND [flags]\n\nCommands:\n")
+	fmt.Fprintf(w, "ssfkit runs exactly-once stateful serverless functions.\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %s\n%s", c.usageLine(), wrapText(c.summary, 6, 92))
 	}
-	fmt.Fprintf(w, "\nRun 'ssfkit help COMMAND' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'ssfkit help COMMAND [VARIANT]' for a command's flags.\n")
+}
+
+// wrapText breaks text into lines of at most limit columns, each indented, each ending in a
+// newline.
+func wrapText(text string, indent, limit int) string {
+	var b strings.Builder
+	width := 0
+	for _, word := range strings.Fields(text) {
+		switch {
+		case width == 0:
+		case width+1+len(word) > limit:
+			b.WriteString("\n")
+			width = 0
+		default:
+			b.WriteString(" ")
+			width++
+		}
+		if width == 0 {
+			b.WriteString(strings.Repeat(" ", indent))
+			width = indent
+		}
+		b.WriteString(word)
+		width += len(word)
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // exitStatus reports err and returns the process's exit status: 0 for success and for -h,
@@ -112,10 +188,15 @@ func exitStatus(err error, stderr io.Writer) int {
 // newFlagSet returns a subcommand's flag set, whose usage text starts with synopsis and goes,
 // with parse errors, to stderr.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	return newFlagSetUsage(name, "ssfkit "+name+" [flags]", synopsis, stderr)
+}
+
+// newFlagSetUsage is newFlagSet with the usage line given.
+func newFlagSetUsage(name, usage, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("ssfkit "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: ssfkit %s [flags]\n\n%s\n\nFlags:\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n", usage, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,8 +49,8 @@ func (f *temporalFlags) register(fs *flag.FlagSet, defaultAddress, addressUsage 
 // clientOptions turns the flags into client options, checking them first.
 func (f *temporalFlags) clientOptions(logger *slog.Logger) (client.Options, error) {
 	o := client.Options{HostPort: f.address, Namespace: f.namespace, Logger: sdklog.NewStructuredLogger(logger)}
-	if f.address == "" {
-		return o, errors.New("--temporal: empty address (want HOST:PORT)")
+	if _, _, err := net.SplitHostPort(f.address); err != nil || f.address == "" {
+		return o, fmt.Errorf("--temporal %q: want the cluster's HOST:PORT, e.g. 127.0.0.1:%d", f.address, devTemporalPort)
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return o, errors.New("--tls-cert and --tls-key go together (mTLS needs both)")

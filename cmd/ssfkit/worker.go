@@ -21,12 +21,15 @@ Temporal retries them) and its workflows, on a Temporal cluster: the one
 intent and garbage collectors on timers too. Stop it with Ctrl-C; kill it at
 any moment and start it again: Temporal retries the activities it was running.`
 
+// defaultWorkerTemporal is the worker's default cluster: the frontend ssfkit dev embeds.
+var defaultWorkerTemporal = fmt.Sprintf("127.0.0.1:%d", devTemporalPort)
+
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("worker", workerSynopsis, stderr)
 	appName := fs.String("app", "travel", "the example to host: "+exampleNames())
 	storeFlag := fs.String("store", "", "store `URL` (as for dev; default: sqlite database .ssfkit/dev.db in the current directory)")
 	var tf temporalFlags
-	tf.register(fs, "127.0.0.1:7233", "Temporal frontend `address` (HOST:PORT)")
+	tf.register(fs, defaultWorkerTemporal, "Temporal frontend `address` (HOST:PORT), e.g. ssfkit dev's embedded server")
 	icEvery := fs.Duration("ic-every", time.Second, "intent collector period (0 disables it)")
 	gcEvery := fs.Duration("gc-every", 10*time.Second, "garbage collector period (0 disables it)")
 	load := fs.Bool("load", true, "load the example's data at start (idempotent: fixed request ids)")
@@ -40,6 +43,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *icEvery < 0 || *gcEvery < 0 {
 		return &cliUsageError{err: errors.New("worker: --ic-every and --gc-every must not be negative")}
+	}
+	if tf.address == temporalOff || tf.address == temporalEmbedded {
+		return &cliUsageError{err: fmt.Errorf("worker: --temporal %s is only for dev: the worker needs a Temporal cluster's HOST:PORT (default %s, where ssfkit dev embeds one)", tf.address, defaultWorkerTemporal)}
 	}
 	if _, err := tf.clientOptions(slog.Default()); err != nil {
 		return &cliUsageError{err: fmt.Errorf("worker: %w", err)}

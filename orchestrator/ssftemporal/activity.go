@@ -126,13 +126,25 @@ func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) 
 		// retries the activity, and the retry replays what this attempt logged.
 		return nil, err
 	case res.TxConflict:
-		return nil, temporal.NewNonRetryableApplicationError(res.Error, ErrTypeTxConflict, nil)
+		// Normal under contention: the SDK logs a benign error at DEBUG, not ERROR, and RunTx
+		// retries the transaction.
+		activity.GetLogger(ctx).Info("transaction died in a wait-die conflict (normal under contention; RunTx retries it as a new transaction)",
+			"ssf", name, "reason", res.Error)
+		return nil, outcomeError(res.Error, ErrTypeTxConflict)
 	case res.TxAborted:
-		return nil, temporal.NewNonRetryableApplicationError(res.Error, ErrTypeTxAborted, nil)
+		// The application aborted the transaction (a sold-out item): an outcome, not a failure.
+		return nil, outcomeError(res.Error, ErrTypeTxAborted)
 	case res.Error != "":
 		return nil, temporal.NewNonRetryableApplicationError(res.Error, ErrTypeApplication, nil)
 	}
 	return res.Output, nil
+}
+
+// outcomeError is the activity error of an expected outcome the workflow acts on: not retried,
+// and benign, so that workers log it at DEBUG rather than ERROR.
+func outcomeError(msg, typ string) error {
+	return temporal.NewApplicationErrorWithOptions(msg, typ, temporal.ApplicationErrorOptions{
+		NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // unixNanos is t in unix nanoseconds, or 0 for the zero time (no deadline).

@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ssfkit/ssfkit/internal/crashkit"
@@ -153,5 +159,84 @@ func TestSagaCompensatesSucceededSteps(t *testing.T) {
 	}
 	if h, fl := f.item(t, "hotel", "cap", "h"), f.item(t, "flight", "cap", "sold-out"); h != "1" || fl != "" {
 		t.Fatalf("after compensation: hotel %s left (want 1), flight %q (want untouched)", h, fl)
+	}
+}
+
+// logRecords collects slog records, for tests of what is logged at which level.
+type logRecords struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r.Clone())
+	return nil
+}
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecords) WithGroup(string) slog.Handler      { return l }
+
+// texts returns each record as one line: level, message and attributes.
+func (l *logRecords) texts() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.records {
+		line := r.Level.String() + " " + r.Message
+		r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+		out = append(out, line)
+	}
+	return out
+}
+
+// A transaction dying in a wait-die conflict is normal under contention: neither the worker nor
+// the SDK logs it as an error, but at INFO (ours) and DEBUG (the SDK's activity error). An
+// application's error is still logged at ERROR.
+func TestWaitDieConflictIsNotLoggedAsAnError(t *testing.T) {
+	f := newFixture(t, nil)
+	f.setCapacity(t, "hotel", "h", 2)
+	logs := &logRecords{}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(logs)))
+	env := s.NewTestWorkflowEnvironment()
+	Register(env, f.host)
+	env.SetTestTimeout(30 * time.Second)
+	env.ExecuteWorkflow(func(ctx workflow.Context) (bool, error) {
+		older := beginTx(ctx, 1) // older than any transaction RunTx begins
+		if err := older.Call(ctx, "hotel", booking{Op: "book", Item: "h"}, nil); err != nil {
+			return false, err
+		}
+		committed, err := RunTx(ctx, TxOptions{Attempts: 1}, func(tx *Tx) error {
+			return tx.Call(ctx, "hotel", booking{Op: "book", Item: "h"}, nil)
+		})
+		if !errors.Is(err, ErrConflicts) {
+			return false, fmt.Errorf("the younger transaction: committed %v, %v; want it to die", committed, err)
+		}
+		// A real error stays an error: a booking of an unknown item, outside a transaction.
+		if err := Call(ctx, "hotel", booking{Op: "book", Item: "none"}, nil); !IsApplicationError(err) {
+			return false, fmt.Errorf("booking an unknown item: %v, want an application error", err)
+		}
+		return older.End(ctx)
+	})
+	var committed bool
+	if err := env.GetWorkflowResult(&committed); err != nil || !committed {
+		t.Fatalf("workflow: committed %v, %v", committed, err)
+	}
+	conflictLogged, errorLogged := false, false
+	for _, line := range logs.texts() {
+		errorLogged = errorLogged || (strings.HasPrefix(line, "ERROR") && strings.Contains(line, ErrTypeApplication))
+		mentions := strings.Contains(line, "wait-die") || strings.Contains(line, ErrTypeTxConflict)
+		if mentions && strings.HasPrefix(line, "ERROR") {
+			t.Errorf("a wait-die conflict logged as an error: %s", line)
+		}
+		conflictLogged = conflictLogged || (mentions && strings.HasPrefix(line, "INFO"))
+	}
+	if !errorLogged {
+		t.Errorf("the application error was not logged as an error:\n%s", strings.Join(logs.texts(), "\n"))
+	}
+	if !conflictLogged {
+		t.Errorf("no INFO record of the conflict:\n%s", strings.Join(logs.texts(), "\n"))
 	}
 }

@@ -386,7 +386,7 @@ func (d *Driver) Limits() store.Limits { return d.limits }
 
 // Drop implements store.Dropper.
 func (d *Driver) Drop(ctx context.Context) error {
-	_, err := d.conn.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+d.table)
+	_, err := d.conn.db.ExecContext(ctx, `DROP TABLE IF EXISTS "`+d.table+`"`) // quoted, as in init
 	return d.wrap(ctx, err)
 }
 

@@ -186,6 +186,28 @@ func TestSharedFile(t *testing.T) {
 	}
 }
 
+// Drop deletes its table, whatever its name (one of SQL's keywords, like the travel app's
+// "order"), and no other table of the file.
+func TestDrop(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "drop.db")
+	k := store.Key{Partition: "p", Sort: "s"}
+	for _, table := range []string{"order", "other"} {
+		if err := mustOpen(t, sqliteURL(file, "table="+table)).Put(t.Context(), k, store.Attrs{"v": table}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := mustOpen(t, sqliteURL(file, "table=order"))
+	if err := order.Driver().(store.Dropper).Drop(t.Context()); err != nil {
+		t.Fatalf("Drop of table order: %v", err)
+	}
+	if _, found, err := mustOpen(t, sqliteURL(file, "table=order")).Get(t.Context(), k); err != nil || found {
+		t.Errorf("after Drop, table order has the row (%v, %v)", found, err)
+	}
+	if got, found, err := mustOpen(t, sqliteURL(file, "table=other")).Get(t.Context(), k); err != nil || !found || got["v"] != "other" {
+		t.Errorf("Drop of order lost table other's row: %v, %v, %v", got, found, err)
+	}
+}
+
 func TestClosedDriver(t *testing.T) {
 	d, err := sqlitestore.New(filepath.Join(t.TempDir(), "c.db"), "t", 1000)
 	if err != nil {
