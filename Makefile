@@ -11,7 +11,10 @@ export GOTOOLCHAIN ?= local
 ## store, with crashes injected, then the reservations as Temporal workflows while the worker
 ## process is killed
 demo:
-	$(GO) run ./cmd/ssfkit demo && $(GO) run ./cmd/ssfkit demo travel && $(GO) run ./cmd/ssfkit demo temporal
+	@echo "make demo: compiling ssfkit into .ssfkit/bin (the first time takes 3 to 6 minutes on 2 cores:"
+	@echo "  the cloud SDKs and the embedded Temporal server; later runs start at once)"
+	$(GO) build -o .ssfkit/bin/ssfkit ./cmd/ssfkit
+	.ssfkit/bin/ssfkit demo && .ssfkit/bin/ssfkit demo travel && .ssfkit/bin/ssfkit demo temporal
 
 ## test: the whole default test run (unit, conformance, crash injection, linearizability, fuzz
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug

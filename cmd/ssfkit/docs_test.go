@@ -24,8 +24,9 @@ import (
 //     Terraform's lock files and the state stay out of the checkout); `ssfkit build` runs in the
 //     checkout, whose code it compiles;
 //   - `ssfkit up`/`down --cloud aws` get --endpoint MOTO (and down's question is answered yes);
-//   - store and queue URLs of real clouds get the emulator's endpoint, and `ssfkit conformance`
-//     runs its driver and queue suites only (-suites, a size bound);
+//   - store and queue URLs of real clouds get the emulator's endpoint (and DynamoDB's
+//     serialize=true: moto does not apply a request to an item atomically), and `ssfkit
+//     conformance` runs its driver and queue suites only (-suites, a size bound);
 //   - the dev server listens on a free port, which later curl commands are sent to.
 //
 // A command the runner does not know fails the test (teach the runner, or list it in
@@ -39,7 +40,7 @@ var notRunHere = []struct {
 }{
 	{regexp.MustCompile(`^make (test|test-long)$`), "it is the test run itself (CI runs it)"},
 	{regexp.MustCompile(`^make demo$`), "the demos it runs are TestDemoEndToEnd, TestTravelDemoEndToEnd and TestTemporalDemo"},
-	{regexp.MustCompile(`^ssfkit conformance -store URL \[`), "a synopsis, not a command"},
+	{regexp.MustCompile(`^ssfkit conformance -store URL \[|^\[-schedules N\]`), "a synopsis, not a command"},
 	{regexp.MustCompile(`^ssfkit conformance -store 'postgres://user@db`), "a placeholder server; docs/stores/postgres.md's form runs in the store suites against a throwaway PostgreSQL"},
 }
 
@@ -182,6 +183,15 @@ func (r *docRunner) ssfkit(where string, args []string) {
 	if err := run(ctx, args, &stdout, &stderr); err != nil {
 		t.Fatalf("%s: %v\n%s%s", where, err, stdout.String(), stderr.String())
 	}
+	if args[0] == "down" && cloudAWS {
+		left, err := testservers.MotoResidue(r.motoAddr(), "bank")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) > 0 {
+			t.Fatalf("%s: moto still has:\n%s", where, strings.Join(left, "\n"))
+		}
+	}
 }
 
 // emulated points conformance's cloud URLs at the emulators and bounds its suites.
@@ -198,6 +208,9 @@ func (r *docRunner) emulated(args []string) []string {
 					r.t.Setenv(k, v)
 				}
 				u += "&endpoint=" + url.QueryEscape(r.motoAddr())
+				if strings.HasPrefix(u, "dynamodb://") {
+					u += "&serialize=true" // moto does not apply a request to an item atomically
+				}
 			case strings.HasPrefix(u, "sqlite:///tmp/"):
 				u = "sqlite://" + filepath.Join(r.t.TempDir(), strings.TrimPrefix(u, "sqlite:///tmp/"))
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"maps"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -19,63 +17,6 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
 	"github.com/ssfkit/ssfkit/internal/deploy"
 )
-
-// checkConfigPath refuses a --config path that cannot be written as a file (a directory, or a
-// path in a directory that does not exist), so that up fails before it writes or deploys anything.
-func checkConfigPath(path string) error {
-	if path == "" {
-		return errors.New("--config: empty path (want the config file to write, e.g. ssfkit.json)")
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("--config %s is a directory; give the config file's path, e.g. %s", path, filepath.Join(path, "ssfkit.json"))
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("--config %s: directory %s does not exist", path, dir)
-	case err != nil:
-		return fmt.Errorf("--config %s: %w", path, err)
-	case !fi.IsDir():
-		return fmt.Errorf("--config %s: %s is not a directory", path, dir)
-	}
-	return nil
-}
-
-// writeConfigFile writes the config to path atomically: into a temporary file in path's
-// directory, renamed over path. Whatever fails, no temporary file is left behind.
-func writeConfigFile(cfg *deploy.Config, path string) (err error) {
-	if err := checkConfigPath(path); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.partial")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 would hide it from other users
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return renameConfig(f.Name(), path)
-}
-
-// renameConfig is os.Rename; a test makes it fail.
-var renameConfig = os.Rename
 
 // dropLocalTables drops the tables of a local config's SSFs from their SQLite databases, and
 // removes a database (with its WAL files) only when no table is left in it: the tables of

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/internal/deploy"
 )
 
@@ -31,8 +30,9 @@ const upSynopsis = `Stands an environment up and writes its ssfkit config (--con
                  Terraform's data and a log of its whole output go to --state-dir, outside
                  the source tree; each step prints one line.`
 
-const downSynopsis = `Destroys what 'ssfkit up' stood up: terraform destroy in --dir for a cloud, the SQLite
-database for local; then removes the config file. On a cloud, an environment whose state is
+const downSynopsis = `Destroys what 'ssfkit up' stood up: terraform destroy in --dir for a cloud; for local,
+the tables of the config's SSFs (other examples' tables in .ssfkit/dev.db stay; the file goes
+with its last table). Then removes the config file. On a cloud, an environment whose state is
 protected (deletion protection, the modules' default) is refused before anything is destroyed,
 with the command that lifts it (--lift-protection, which asks first).`
 
@@ -103,6 +103,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := deploy.CheckConfigPath(*f.config); err != nil { // before anything is written or deployed
+		return &cliUsageError{err: fmt.Errorf("up: %w", err)}
+	}
 	if *f.cloud == "local" {
 		return upLocal(*f.app, *f.config, stdout)
 	}
@@ -171,7 +174,7 @@ func runDown(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *f.cloud == "local" {
-		return downLocal(*f.config, stdout)
+		return downLocal(ctx, *f.config, stdout)
 	}
 	o, err := f.options(stderr)
 	if err != nil {
@@ -195,8 +198,9 @@ func runDown(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// downLocal removes the SQLite database the local config names, then the config.
-func downLocal(path string, stdout io.Writer) error {
+// downLocal drops the tables of the local config's SSFs (removing the SQLite file once no
+// table is left in it), then removes the config.
+func downLocal(ctx context.Context, path string, stdout io.Writer) error {
 	cfg, err := deploy.Load(path)
 	if err != nil {
 		return fmt.Errorf("down: %w", err)
@@ -204,19 +208,8 @@ func downLocal(path string, stdout io.Writer) error {
 	if cfg.Cloud != "local" {
 		return fmt.Errorf("down: %s describes an environment on %s; run ssfkit down --cloud %s", path, cfg.Cloud, cfg.Cloud)
 	}
-	removed := map[string]bool{}
-	for _, s := range cfg.SSFs {
-		u, err := store.ParseURL(s.Store)
-		if err != nil || u.Scheme != "sqlite" || removed[u.Path] {
-			continue
-		}
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			if err := os.Remove(u.Path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("down: %w", err)
-			}
-		}
-		removed[u.Path] = true
-		fmt.Fprintf(stdout, "down: removed %s\n", u.Path)
+	if err := dropLocalTables(ctx, cfg, stdout); err != nil {
+		return err
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("down: %w", err)

@@ -5,9 +5,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/internal/deploy"
 )
 
@@ -74,11 +76,60 @@ func TestUpDownRefusals(t *testing.T) {
 		{[]string{"up", "--cloud", "aws", "--dir", "root", "--var-file", "none.tfvars"}, 1, "none.tfvars"},
 		{[]string{"up", "--cloud", "aws", "--dir", "root"}, 1, "terraform is not on PATH"},
 		{[]string{"down", "--cloud", "local", "--config", "none.json"}, 1, "none.json"},
+		{[]string{"up", "--cloud", "local", "--config", "root"}, 2, "--config root is a directory; give the config file's path, e.g. root/ssfkit.json"},
+		{[]string{"up", "--cloud", "aws", "--dir", "root", "--config", "root"}, 2, "--config root is a directory"},
+		{[]string{"up", "--cloud", "local", "--config", "nodir/ssfkit.json"}, 2, "directory nodir does not exist"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), c.args, &stdout, &stderr)
 		if status := exitStatus(err, &stderr); status != c.status || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: status %d, stderr %q; want %d and %q", c.args, status, stderr.String(), c.status, c.want)
+		}
+	}
+	// The refused --config paths wrote nothing: no store directory, no temporary file.
+	for _, left := range []string{".ssfkit", "root.partial", "nodir"} {
+		if _, err := os.Stat(left); !os.IsNotExist(err) {
+			t.Errorf("a refused up left %s", left)
+		}
+	}
+}
+
+// Two examples up on the same .ssfkit/dev.db: taking one down drops its tables only; the other
+// keeps its tables and data, and the file goes with the last example.
+func TestDownLocalKeepsOtherExamples(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ctx := context.Background()
+	var stdout bytes.Buffer
+	for _, app := range []string{"bank", "travel"} {
+		if err := run(ctx, []string{"up", "--cloud", "local", "--app", app, "--config", app + ".json"}, &stdout, &stdout); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := deploy.Load(app + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range cfg.SSFs { // as dev creates them
+			tbl, err := store.Open(ctx, s.Store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl.Close()
+		}
+	}
+	db, _ := filepath.Abs(filepath.Join(".ssfkit", "dev.db"))
+	if err := run(ctx, []string{"down", "--cloud", "local", "--config", "bank.json"}, &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := sqliteTables(ctx, db)
+	if err != nil || !slices.Contains(tables, "order") || slices.Contains(tables, "teller") {
+		t.Fatalf("after the bank went down, %s holds %v (%v); want travel's tables only", db, tables, err)
+	}
+	if err := run(ctx, []string{"down", "--cloud", "local", "--config", "travel.json"}, &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{db, "bank.json", "travel.json"} {
+		if _, err := os.Stat(gone); !os.IsNotExist(err) {
+			t.Errorf("down left %s", gone)
 		}
 	}
 }

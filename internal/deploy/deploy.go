@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -114,18 +115,62 @@ func Load(path string) (*Config, error) {
 	return &c, nil
 }
 
-// Write writes the config to path atomically.
-func (c *Config) Write(path string) error {
+// CheckConfigPath refuses a --config path that cannot be written as a file (a directory, or a
+// path in a directory that does not exist), so that up fails before it writes or deploys anything.
+func CheckConfigPath(path string) error {
+	if path == "" {
+		return errors.New("--config: empty path (want the config file to write, e.g. ssfkit.json)")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("--config %s is a directory; give the config file's path, e.g. %s", path, filepath.Join(path, "ssfkit.json"))
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--config %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("--config %s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("--config %s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
+// Write writes the config to path atomically: into a temporary file in path's directory,
+// renamed over path. Whatever fails, no temporary file is left behind.
+func (c *Config) Write(path string) (err error) {
+	if err := CheckConfigPath(path); err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	partial := path + ".partial"
-	if err := os.WriteFile(partial, append(b, '\n'), 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.partial")
+	if err != nil {
 		return err
 	}
-	return os.Rename(partial, path)
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 would hide it from other users
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return renameConfig(f.Name(), path)
 }
+
+// renameConfig is os.Rename; a test makes it fail.
+var renameConfig = os.Rename
 
 // Options say where and how to run Terraform.
 type Options struct {
@@ -590,6 +635,10 @@ func (s *session) readConfig(ctx context.Context) (*Config, error) {
 		// The runtime must reach the same emulator the provider did.
 		for name, s := range cfg.SSFs {
 			s.Store, s.Queue = withEndpoint(s.Store, o.Endpoint), withEndpoint(s.Queue, o.Endpoint)
+			if strings.HasPrefix(s.Store, "dynamodb:") {
+				// Emulators such as moto do not apply a request to an item atomically.
+				s.Store += "&serialize=true"
+			}
 			if s.DeadLetterQueue != "" {
 				s.DeadLetterQueue = withEndpoint(s.DeadLetterQueue, o.Endpoint)
 			}

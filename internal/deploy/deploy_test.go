@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,55 @@ func TestWithEndpoint(t *testing.T) {
 		if got := withEndpoint(raw, "http://127.0.0.1:5000"); got != want {
 			t.Errorf("%s: %s, want %s", raw, got, want)
 		}
+	}
+}
+
+// The config is written whole or not at all: a directory, or a path in a missing directory,
+// is refused before anything is written, and no temporary file is ever left behind.
+func TestConfigWriteIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &Config{Cloud: "local", Environment: "bank", SSFs: map[string]SSF{
+		"teller": {Name: "teller", Store: "sqlite://" + filepath.Join(dir, "dev.db") + "?table=teller", Queue: "mem://teller"}}}
+	leftovers := func() []string {
+		var names []string
+		filepath.WalkDir(dir, func(path string, _ os.DirEntry, _ error) error {
+			if strings.Contains(path, "partial") {
+				names = append(names, path)
+			}
+			return nil
+		})
+		return names
+	}
+	for _, c := range []struct{ path, want string }{
+		{dir, "is a directory; give the config file's path, e.g. " + filepath.Join(dir, "ssfkit.json")},
+		{filepath.Join(dir, "missing", "ssfkit.json"), "does not exist"},
+		{"", "empty path"},
+	} {
+		if err := cfg.Write(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Write(%q): %v, want an error saying %q", c.path, err, c.want)
+		}
+	}
+	// A rename that fails (a full disk, a path that became a directory) leaves nothing.
+	path := filepath.Join(dir, "ssfkit.json")
+	renameConfig = func(string, string) error { return errors.New("injected rename failure") }
+	err := cfg.Write(path)
+	renameConfig = os.Rename
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Write with a failing rename: %v", err)
+	}
+	if l := leftovers(); len(l) > 0 {
+		t.Fatalf("temporary files left: %v", l)
+	}
+	if err := cfg.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(path); err != nil || got.SSFs["teller"].Store != cfg.SSFs["teller"].Store {
+		t.Fatalf("the written config: %+v, %v", got, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("config file mode: %v, %v", fi.Mode(), err)
+	}
+	if l := leftovers(); len(l) > 0 {
+		t.Fatalf("temporary files left: %v", l)
 	}
 }

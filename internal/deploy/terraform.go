@@ -260,8 +260,8 @@ func (s *session) command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // summary are the lines of Terraform's output a progress line repeats: what a plan would do,
-// what an apply or destroy did, and errors.
-var summary = regexp.MustCompile(`^(Plan: |No changes\.|Apply complete!|Destroy complete!|Error: |Terraform has been successfully initialized)`)
+// what an apply or destroy did (errors come once, in the error step returns).
+var summary = regexp.MustCompile(`^(Plan: |No changes\.|Apply complete!|Destroy complete!)`)
 
 // step runs a terraform command with its whole output in the log; progress gets one line
 // when it starts, the summary lines, and one when it ends. A failure returns the command's last

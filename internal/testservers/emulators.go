@@ -3,15 +3,22 @@ package testservers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/bigtable/bttest"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/ssfkit/ssfkit/internal/suite"
 )
@@ -156,4 +163,69 @@ func httpReady(url string) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// MotoResidue lists what moto still holds that is named for an environment (NAME-... or
+// alias/ssfkit-NAME): DynamoDB tables, SQS queues, Lambda functions and event source mappings,
+// IAM roles, log groups, schedules, KMS aliases (a key cannot be deleted at once; its alias
+// can). It asks each service's list API (moto's data dump fails once a function exists: it
+// reaches for Docker).
+func MotoResidue(moto, environment string) ([]string, error) {
+	ctx := context.Background()
+	prefix := environment + "-"
+	var left []string
+	add := func(kind, name string) {
+		if strings.HasPrefix(name, prefix) || strings.HasPrefix(name, "/aws/lambda/"+prefix) || name == "alias/ssfkit-"+environment {
+			left = append(left, kind+" "+name)
+		}
+	}
+	lists := []struct {
+		kind, service, target, method, path, body string
+		names                                     *regexp.Regexp
+	}{
+		{"DynamoDB table", "dynamodb", "DynamoDB_20120810.ListTables", "POST", "/", "{}", regexp.MustCompile(`"([^"]+)"`)},
+		{"SQS queue", "sqs", "AmazonSQS.ListQueues", "POST", "/", "{}", regexp.MustCompile(`/([^/"]+)"`)},
+		{"Lambda function", "lambda", "", "GET", "/2015-03-31/functions/", "", regexp.MustCompile(`"FunctionName":\s*"([^"]+)"`)},
+		{"event source mapping of", "lambda", "", "GET", "/2015-03-31/event-source-mappings/", "", regexp.MustCompile(`"FunctionArn":\s*"[^"]*:function:([^"]+)"`)},
+		{"IAM role", "iam", "", "POST", "/", "Action=ListRoles&Version=2010-05-08", regexp.MustCompile(`<RoleName>([^<]+)</RoleName>`)},
+		{"log group", "logs", "Logs_20140328.DescribeLogGroups", "POST", "/", "{}", regexp.MustCompile(`"logGroupName":\s*"([^"]+)"`)},
+		{"schedule", "scheduler", "", "GET", "/schedules", "", regexp.MustCompile(`"Name":\s*"([^"]+)"`)},
+		{"KMS alias", "kms", "TrentService.ListAliases", "POST", "/", "{}", regexp.MustCompile(`"AliasName":\s*"([^"]+)"`)},
+	}
+	signer := v4.NewSigner()
+	creds := aws.Credentials{AccessKeyID: MotoEnv["AWS_ACCESS_KEY_ID"], SecretAccessKey: MotoEnv["AWS_SECRET_ACCESS_KEY"]}
+	for _, l := range lists {
+		req, err := http.NewRequestWithContext(ctx, l.method, moto+l.path, strings.NewReader(l.body))
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case l.target != "":
+			req.Header.Set("X-Amz-Target", l.target)
+			req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+			if l.service == "logs" || l.service == "kms" {
+				req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+			}
+		case l.body != "":
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		sum := sha256.Sum256([]byte(l.body))
+		if err := signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), l.service, MotoEnv["AWS_REGION"], time.Now()); err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("moto: listing %ss: %d %v %.300s", l.kind, resp.StatusCode, err, b)
+		}
+		for _, m := range l.names.FindAllSubmatch(b, -1) {
+			add(l.kind, string(m[1]))
+		}
+	}
+	sort.Strings(left)
+	return left, nil
 }

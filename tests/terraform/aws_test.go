@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -214,35 +213,15 @@ func stateOutsideSource(t *testing.T, dir, stateDir string) {
 	}
 }
 
-// nothingLeft checks, through moto's dump of every service's data, that nothing named for the
-// environment is left: tables, queues, functions and their mappings and invoke configs, roles
-// and their policies, log groups, schedules, key aliases. A KMS key cannot be deleted at once:
-// it must be pending deletion.
+// nothingLeft checks that moto has nothing named for the environment left.
 func nothingLeft(t *testing.T, moto, environment string) {
 	t.Helper()
-	resp, err := http.Get(moto + "/moto-api/data.json")
+	left, err := testservers.MotoResidue(moto, environment)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var data map[string]map[string][]map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&data); err != nil {
-		t.Fatal(err)
-	}
-	name := regexp.MustCompile(`(^|[/:"'_ ])(ssfkit-)?` + regexp.QuoteMeta(environment) + `-`)
-	for service, models := range data {
-		for model, items := range models {
-			for _, item := range items {
-				b, _ := json.Marshal(item)
-				if !name.Match(b) {
-					continue
-				}
-				if service == "kms" && model == "Key" && item["key_state"] == "PendingDeletion" {
-					continue
-				}
-				t.Errorf("after down, moto still has a %s %s: %.300s", service, model, b)
-			}
-		}
+	for _, l := range left {
+		t.Errorf("after down, moto still has %s", l)
 	}
 }
 

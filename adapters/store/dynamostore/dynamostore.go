@@ -16,10 +16,13 @@
 package dynamostore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -58,11 +61,44 @@ type Options struct {
 // process, like database/sql's drivers; they hold no resources but idle connections.
 var (
 	clientsMu sync.Mutex
-	clients   = map[[2]string]*dynamodb.Client{}
+	clients   = map[clientKey]*dynamodb.Client{}
 )
 
+// clientKey is what a shared client is for. serialize (URL parameter serialize=true) sends the
+// client's requests one at a time: for emulators that do not apply a request to an item
+// atomically, such as moto, where two concurrent conditional updates can both succeed. DynamoDB
+// itself never needs it.
+type clientKey struct {
+	endpoint, region string
+	serialize        bool
+}
+
+// oneAtATime is an HTTP transport that sends one request at a time.
+type oneAtATime struct {
+	mu   sync.Mutex
+	next http.RoundTripper
+}
+
+func (t *oneAtATime) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	// The response is read before the next request starts: the emulator applies a request
+	// while it answers it.
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
 func open(ctx context.Context, u *store.URL) (store.Driver, error) {
-	if err := u.CheckParams("region", "endpoint", "create"); err != nil {
+	if err := u.CheckParams("region", "endpoint", "create", "serialize"); err != nil {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
@@ -81,19 +117,24 @@ func open(ctx context.Context, u *store.URL) (store.Driver, error) {
 	if err := checkTableName(u.Host); err != nil {
 		return nil, err
 	}
-	client, err := sharedClient(ctx, endpoint, u.Query.Get("region"))
+	serialize, err := strconv.ParseBool(u.Param("serialize", "false"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: serialize=%q must be true or false", store.ErrInvalid, u.Query.Get("serialize"))
+	}
+	client, err := sharedClient(ctx, clientKey{endpoint, u.Query.Get("region"), serialize})
 	if err != nil {
 		return nil, err
 	}
 	return New(ctx, client, u.Host, Options{Create: create})
 }
 
-func sharedClient(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+func sharedClient(ctx context.Context, key clientKey) (*dynamodb.Client, error) {
 	clientsMu.Lock()
 	defer clientsMu.Unlock()
-	if c, ok := clients[[2]string{endpoint, region}]; ok {
+	if c, ok := clients[key]; ok {
 		return c, nil
 	}
+	endpoint, region := key.endpoint, key.region
 	var opts []func(*config.LoadOptions) error
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
@@ -113,8 +154,11 @@ func sharedClient(ctx context.Context, endpoint, region string) (*dynamodb.Clien
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
+		if key.serialize {
+			o.HTTPClient = &http.Client{Transport: &oneAtATime{next: http.DefaultTransport}}
+		}
 	})
-	clients[[2]string{endpoint, region}] = c
+	clients[key] = c
 	return c, nil
 }
 

@@ -117,6 +117,7 @@ func TestOpenURLErrors(t *testing.T) {
 		{"Path", "dynamodb://tbl/sub?region=x", "names a table, not a path", nil},
 		{"UnknownParam", "dynamodb://tbl?regoin=x", `unknown parameter "regoin"`, nil},
 		{"BadCreate", "dynamodb://tbl?create=yes", `create="yes" must be true or false`, nil},
+		{"BadSerialize", "dynamodb://tbl?serialize=sometimes", `serialize="sometimes" must be true or false`, nil},
 		{"BadEndpoint", "dynamodb://tbl?endpoint=ftp://host", "must be an http:// or https:// URL", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
