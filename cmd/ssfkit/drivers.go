@@ -1,8 +1,10 @@
 package main
 
-// Every driver is linked in, so any URL works with every command (dev, bench, conformance).
+// Every driver is linked in, so any URL works with every command (dev, bench, conformance);
+// TestEveryDriverIsLinkedIn keeps this list whole.
 import (
 	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/logqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/pubsubqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"

@@ -2,8 +2,8 @@
 // Go CDK's drivertest packages. A driver's test wires it up with a harness that returns a fresh,
 // empty driver:
 //
-//	func TestConformance(t suite.T) {
-//		storetest.RunConformanceTests(t, func(t suite.T) store.Driver { return mydriver.New(...) })
+//	func TestConformance(t *testing.T) {
+//		storetest.RunConformanceTests(t, func(t *testing.T) store.Driver { return mydriver.New(...) })
 //	}
 //
 // The suite uses only the public store API (the Driver interface, conditions, updates and the

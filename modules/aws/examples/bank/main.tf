@@ -4,23 +4,6 @@
 #   ssfkit build --cloud aws --app bank --out bank.zip
 #   terraform init && terraform apply -var artifact=bank.zip
 
-variable "artifact" {
-  description = "The zip `ssfkit build --cloud aws --app bank` wrote."
-  type        = string
-}
-
-variable "name" {
-  description = "The environment's name."
-  type        = string
-  default     = "bank"
-}
-
-variable "throwaway" {
-  description = "A test environment: no deletion protection, the shortest key deletion window."
-  type        = bool
-  default     = false
-}
-
 locals {
   ssfs = {
     teller   = ["accounts", "audit"]
@@ -49,11 +32,3 @@ module "ssf" {
   deletion_protection  = !var.throwaway
 }
 
-output "ssfkit_config" {
-  description = "The application's ssfkit config: the runtime settings of each SSF."
-  value = {
-    environment = module.environment.name
-    region      = module.environment.region
-    ssfs        = { for name, m in module.ssf : name => m.ssfkit_config }
-  }
-}
