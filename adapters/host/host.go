@@ -2,6 +2,9 @@
 // Terraform modules set it (SSFKIT_* settings, docs/modules.md) and opening the SSF's store,
 // queue and runtime from it. The hosts themselves are lambdahost (AWS Lambda) and httphost
 // (Azure Functions custom handlers and Cloud Run).
+//
+// Imports (docs/architecture.md): the runtime and the portable store and queue APIs; never the
+// test kit.
 package host
 
 import (

@@ -11,6 +11,9 @@
 // Drivers register a URL scheme with Register; applications open queues with Open. Serve is a
 // consumer loop with bounded concurrency, retries with backoff, lease renewal and a dead-letter
 // queue for poison messages.
+//
+// Imports (docs/architecture.md): no package of this module but internal/driverurl; drivers
+// (adapters/queue/*) import only this one (logqueue, on the shared log, also the store API).
 package queue
 
 import (

@@ -9,6 +9,9 @@
 //
 // Drivers register a URL scheme with Register; applications open tables with Open, so moving an
 // application between backends is a configuration change.
+//
+// Imports (docs/architecture.md): no package of this module but internal/driverurl; drivers
+// (adapters/store/*) import only this one.
 package store
 
 import (

@@ -104,7 +104,7 @@ func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (client.C
 // queue; Stop the worker to leave.
 func startWorker(c client.Client, f *temporalFlags, app *hostedApp, ex example) (worker.Worker, error) {
 	w := worker.New(c, f.taskQueue, worker.Options{StickyScheduleToStartTimeout: f.stickyTimeout})
-	ssftemporal.Register(w, app.host)
+	ssftemporal.Register(w, app.host.Runtimes()...)
 	if ex.workflows != nil {
 		ex.workflows(w)
 	}

@@ -21,7 +21,7 @@ func runReserve(t *testing.T, a *app, id string, req Request) (Confirmation, err
 	s.SetLogger(log.NewStructuredLogger(quietLogger))
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(ReserveWorkflow, workflow.RegisterOptions{Name: ReserveWorkflowName})
-	ssftemporal.Register(env, a.host)
+	ssftemporal.Register(env, a.host.Runtimes()...)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
 	env.SetTestTimeout(time.Minute)
 	env.ExecuteWorkflow(ReserveWorkflowName, req)

@@ -218,7 +218,7 @@ func RunTemporal(ctx context.Context, cfg TemporalConfig, progress io.Writer) (*
 	}
 	r := &temporalRun{c: c, queue: "ssfkit-bench-" + run, run: run, steps: cfg.Steps, concurrency: cfg.Concurrency, timer: &activityTimer{}}
 	w := worker.New(c, r.queue, worker.Options{Interceptors: []interceptor.WorkerInterceptor{r.timer}})
-	ssftemporal.Register(w, host)
+	ssftemporal.Register(w, host.Runtimes()...)
 	w.RegisterWorkflowWithOptions(stepsWorkflow, workflow.RegisterOptions{Name: stepsWorkflowName})
 	w.RegisterActivityWithOptions(plainStep{plainTable}.run, activity.RegisterOptions{Name: plainStepActivity})
 	if err := w.Start(); err != nil {

@@ -1,6 +1,9 @@
 // Package local hosts SSFs in one process: the transport between them is a function call, and
 // asynchronous starts are goroutines. It is what `ssfkit dev`, the demo and the tests run on;
 // the same handlers run unchanged on cloud hosts.
+//
+// Imports (docs/architecture.md): the runtime and the portable APIs; never the test kit. It is
+// the laptop's host, and moves to adapters/host/local.
 package local
 
 import (

@@ -24,6 +24,9 @@
 //
 // Records are immutable once written, so they are cached; a read still reads the sequencer row
 // after the record, so a completed Trim is never contradicted.
+//
+// Imports (docs/architecture.md): the runtime and the store API; never a host, a command or the
+// test kit.
 package sharedlog
 
 import (

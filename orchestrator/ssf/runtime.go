@@ -8,6 +8,9 @@
 // logs. A re-executed instance replays logged steps instead of repeating them, and the intent
 // collector re-executes every instance that has not finished, so each step takes effect exactly
 // once. The garbage collector prunes logs and DAAL rows once no execution can still need them.
+//
+// Imports (docs/architecture.md): the portable store and queue APIs; never a host, a command or
+// the test kit.
 package ssf
 
 import (

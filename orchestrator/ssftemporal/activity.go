@@ -8,6 +8,9 @@
 // business execution's run key, activity id), never the attempt nor the run, so a retried
 // activity replays the steps the failed attempt logged instead of repeating them, and so do a
 // reset run and a start that reuses the workflow id (see runKey and docs/temporal.md).
+//
+// Imports (docs/architecture.md): the runtime and the Temporal SDK; never a host (Register takes
+// runtimes), a command or the test kit.
 package ssftemporal
 
 import (
@@ -16,7 +19,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -25,7 +27,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -56,7 +57,7 @@ type Invocation struct {
 	Tx  *ssf.TxContext `json:"tx,omitempty"`
 	End bool           `json:"end,omitempty"`
 	// Async registers the instance and returns at once; it runs through the host's transport
-	// (a goroutine, or the SSF's queue: local.Host.UseQueue).
+	// (a goroutine, or the SSF's queue).
 	Async bool `json:"async,omitempty"`
 	// IDs is idsStable when the helpers numbered the step and Run is the workflow's run key
 	// (runKey); 0: an invocation from a workflow started before (Temporal's activity id and the
@@ -76,23 +77,20 @@ func (inv *Invocation) prepare(ctx workflow.Context) workflow.Context {
 	return withStepID(ctx, "ssf")
 }
 
-// Register registers one activity per SSF of host on w (a worker.Worker), named
-// ActivityName(ssf). Register every SSF a workflow calls on the workers of its task queue.
-func Register(w worker.ActivityRegistry, host *local.Host) {
-	for _, rt := range host.Runtimes() {
-		name := rt.Name()
+// Register registers one activity per SSF runtime on w (a worker.Worker), named
+// ActivityName(ssf): whichever host runs the runtimes (local.Host.Runtimes(), a cloud host's).
+// Register every SSF a workflow calls on the workers of its task queue.
+func Register(w worker.ActivityRegistry, runtimes ...*ssf.Runtime) {
+	for _, rt := range runtimes {
 		w.RegisterActivityWithOptions(func(ctx context.Context, inv Invocation) (json.RawMessage, error) {
-			return invoke(ctx, host, name, inv)
-		}, activity.RegisterOptions{Name: ActivityName(name)})
+			return invoke(ctx, rt, inv)
+		}, activity.RegisterOptions{Name: ActivityName(rt.Name())})
 	}
 }
 
 // invoke runs one attempt of the activity as the SSF instance the activity stands for.
-func invoke(ctx context.Context, host *local.Host, name string, inv Invocation) (json.RawMessage, error) {
-	rt, ok := host.Runtime(name)
-	if !ok {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("ssftemporal: no SSF named %q on this worker", name), "ssfkit.UnknownSSF", nil)
-	}
+func invoke(ctx context.Context, rt *ssf.Runtime, inv Invocation) (json.RawMessage, error) {
+	name := rt.Name()
 	info := activity.GetInfo(ctx)
 	req := ssf.Request{
 		Kind:       ssf.KindInvoke,

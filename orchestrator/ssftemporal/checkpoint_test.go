@@ -70,7 +70,7 @@ func TestLongStepResumesFromCheckpoint(t *testing.T) {
 	var details *progress
 	var saved any
 	first := s.NewTestActivityEnvironment()
-	Register(first, h)
+	Register(first, h.Runtimes()...)
 	first.SetWorkerStopChannel(stop) // before the handler clears stop
 	first.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
 		var cp checkpoint
@@ -90,7 +90,7 @@ func TestLongStepResumesFromCheckpoint(t *testing.T) {
 
 	iterations = 0
 	retry := s.NewTestActivityEnvironment()
-	Register(retry, h)
+	Register(retry, h.Runtimes()...)
 	retry.SetHeartbeatDetails(saved)
 	val, err := retry.ExecuteActivity(ActivityName("long"), Invocation{})
 	if err != nil {

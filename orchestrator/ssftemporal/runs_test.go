@@ -67,7 +67,7 @@ func serveWorkflows(t *testing.T, c client.Client, h *local.Host, workflows ...a
 	t.Helper()
 	queue := "q-" + t.Name()
 	w := worker.New(c, queue, worker.Options{})
-	Register(w, h)
+	Register(w, h.Runtimes()...)
 	for _, wf := range workflows {
 		w.RegisterWorkflow(wf)
 	}

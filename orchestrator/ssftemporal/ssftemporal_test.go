@@ -105,7 +105,7 @@ func (f *fixture) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(quiet))
 	env := s.NewTestWorkflowEnvironment()
-	Register(env, f.host)
+	Register(env, f.host.Runtimes()...)
 	env.SetTestTimeout(30 * time.Second)
 	// The test environment's run id is a constant, unlike a server's: without a workflow id of
 	// its own, a second workflow's activities would be the first one's SSF instances.

@@ -201,7 +201,7 @@ func TestWaitDieConflictIsNotLoggedAsAnError(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(logs)))
 	env := s.NewTestWorkflowEnvironment()
-	Register(env, f.host)
+	Register(env, f.host.Runtimes()...)
 	env.SetTestTimeout(30 * time.Second)
 	env.ExecuteWorkflow(func(ctx workflow.Context) (bool, error) {
 		older := beginTx(ctx, 1) // older than any transaction RunTx begins

@@ -1,0 +1,151 @@
+// Package layout checks the import rules of docs/architecture.md on the packages `go list`
+// finds: a rule broken fails the default test run, naming the rule and the import.
+package layout
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/ssfkit/ssfkit/internal/testservers"
+)
+
+const module = "github.com/ssfkit/ssfkit/"
+
+// testKit are the packages that exist for tests: suites, emulators, harnesses.
+var testKit = map[string]bool{
+	"internal/testtables": true, "internal/testservers": true, "internal/suite": true,
+	"internal/crashkit": true, "internal/pgtest": true, "internal/temporaltest": true,
+	"internal/testclock": true, "internal/tftest": true, "internal/linearizability": true,
+	"adapters/store/storetest": true, "adapters/queue/queuetest": true,
+	"orchestrator/sharedlog/logtest": true,
+}
+
+// A rule says which imports of the module a package may not have.
+type rule struct {
+	name    string
+	applies func(pkg string) bool
+	denies  func(pkg, imp string) bool
+}
+
+var rules = []rule{
+	{
+		name:    "a driver imports only its portable package (and internal/driverurl); logqueue, a queue on the shared log, also the store and the log",
+		applies: func(pkg string) bool { return isDriver(pkg) },
+		denies: func(pkg, imp string) bool {
+			portable := pkg[:strings.LastIndex(pkg, "/")]
+			if imp == portable || imp == "internal/driverurl" {
+				return false
+			}
+			return !(pkg == "adapters/queue/logqueue" && (imp == "adapters/store" || imp == "orchestrator/sharedlog" || imp == "orchestrator/ssf"))
+		},
+	},
+	{
+		name:    "the portable store and queue APIs import nothing of the module but internal/driverurl",
+		applies: func(pkg string) bool { return pkg == "adapters/store" || pkg == "adapters/queue" },
+		denies:  func(_, imp string) bool { return imp != "internal/driverurl" },
+	},
+	{
+		name:    "the orchestrator imports no host, no command",
+		applies: func(pkg string) bool { return strings.HasPrefix(pkg, "orchestrator/") },
+		denies: func(_, imp string) bool {
+			return strings.HasPrefix(imp, "adapters/host") || strings.HasPrefix(imp, "cmd/")
+		},
+	},
+	{
+		name: "no production package imports the test kit (the CLI excepted: its conformance and bench commands run the suites)",
+		applies: func(pkg string) bool {
+			return !testKit[pkg] && !strings.HasPrefix(pkg, "tests/") && pkg != "cmd/ssfkit"
+		},
+		denies: func(_, imp string) bool { return testKit[imp] },
+	},
+	{
+		name:    "examples import no internal package: they are what users write",
+		applies: func(pkg string) bool { return strings.HasPrefix(pkg, "examples/") },
+		denies:  func(_, imp string) bool { return strings.HasPrefix(imp, "internal/") },
+	},
+}
+
+func isDriver(pkg string) bool {
+	parts := strings.Split(pkg, "/")
+	return len(parts) == 3 && parts[0] == "adapters" && (parts[1] == "store" || parts[1] == "queue") && !testKit[pkg]
+}
+
+// imports lists each package of the module with its direct imports from the module (not its
+// tests': a test may use whatever it needs).
+func imports(t *testing.T) map[string][]string {
+	root, err := testservers.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		pkg := strings.TrimPrefix(fields[0], module)
+		pkgs[pkg] = nil
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, module) {
+				pkgs[pkg] = append(pkgs[pkg], strings.TrimPrefix(imp, module))
+			}
+		}
+	}
+	return pkgs
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := imports(t)
+	if len(pkgs) < 40 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	checkRules(t, pkgs)
+}
+
+func checkRules(t *testing.T, pkgs map[string][]string) {
+	for _, r := range rules {
+		for pkg, imps := range pkgs {
+			if !r.applies(pkg) {
+				continue
+			}
+			for _, imp := range imps {
+				if r.denies(pkg, imp) {
+					t.Errorf("%s imports %s, which breaks the rule: %s (docs/architecture.md)", pkg, imp, r.name)
+				}
+			}
+		}
+	}
+}
+
+// Each rule bites: a package that breaks it is reported.
+func TestImportRulesBite(t *testing.T) {
+	for _, c := range []struct{ pkg, imp string }{
+		{"adapters/store/sqlitestore", "orchestrator/ssf"},
+		{"adapters/queue/sqsqueue", "adapters/store"},
+		{"orchestrator/ssf", "adapters/host/httphost"},
+		{"orchestrator/ssftemporal", "cmd/ssfkit"},
+		{"adapters/host/lambdahost", "internal/testtables"},
+		{"examples/bank", "internal/deploy"},
+		{"adapters/store", "orchestrator/ssf"},
+	} {
+		broken := 0
+		for _, r := range rules {
+			if r.applies(c.pkg) && r.denies(c.pkg, c.imp) {
+				broken++
+			}
+		}
+		if broken == 0 {
+			t.Errorf("%s importing %s breaks no rule", c.pkg, c.imp)
+		}
+	}
+}
