@@ -515,7 +515,15 @@ func TestQueuedStartsDeadLettered(t *testing.T) {
 			name := "dl-" + string(platform)
 			cfg := host.Config{SSF: bank.Teller, Environment: "bank", Store: "mem://" + name, Queue: "mem://" + name, DeadLetterQueue: "mem://" + name + "-dlq",
 				MaxReceiveCount: 2, Peers: map[string]string{bank.Accounts: "http://127.0.0.1:1"}} // unreachable: every transfer fails
-			s, err := New(ctx, platform, cfg, bank.Handlers(), Options{})
+			// The platform's own delivery: this test is about dead-lettering, TestCloudRunVerifiesIDTokens
+			// and TestAzureVerifiesFunctionKeys about who may deliver.
+			platformOnly := verifierFunc(func(_ *http.Request, route Route) error {
+				if route != RouteQueue {
+					return ErrForbidden
+				}
+				return nil
+			})
+			s, err := New(ctx, platform, cfg, bank.Handlers(), Options{Verifier: platformOnly})
 			if err != nil {
 				t.Fatal(err)
 			}
