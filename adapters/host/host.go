@@ -3,8 +3,8 @@
 // queue and runtime from it. The hosts themselves are lambdahost (AWS Lambda) and httphost
 // (Azure Functions custom handlers and Cloud Run).
 //
-// Imports (docs/architecture.md): the runtime and the portable store and queue APIs; never the
-// test kit.
+// Imports (docs/architecture.md): the runtime and the portable store and queue APIs; never a
+// host of its own wing (they import it) or the test kit.
 package host
 
 import (
@@ -20,7 +20,6 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/store"
-	"github.com/ssfkit/ssfkit/orchestrator/local"
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -181,14 +180,20 @@ type GarbageReport struct {
 	Logs sharedlog.CollectReport
 }
 
-// CollectGarbage is the garbage collector function: the runtime's collector, then the shared
-// logs' in the SSF's table (their trimmed records, unfinished multi-color appends).
+// CollectGarbage is the garbage collector function: one pass of CollectGarbage.
 func (f *Function) CollectGarbage(ctx context.Context) (GarbageReport, error) {
-	gc, err := f.Runtime.CollectGarbage(ctx)
+	return CollectGarbage(ctx, f.Runtime)
+}
+
+// CollectGarbage is one garbage collection pass of an SSF, on every host: the runtime's
+// collector, then the shared logs' in the SSF's table (their trimmed records, unfinished
+// multi-color appends).
+func CollectGarbage(ctx context.Context, rt *ssf.Runtime) (GarbageReport, error) {
+	gc, err := rt.CollectGarbage(ctx)
 	if err != nil {
 		return GarbageReport{GCReport: gc}, err
 	}
-	logs, err := sharedlog.CollectTable(ctx, f.Runtime.Config().Store, sharedlog.Options{})
+	logs, err := sharedlog.CollectTable(ctx, rt.Config().Store, sharedlog.Options{})
 	return GarbageReport{GCReport: gc, Logs: logs}, err
 }
 
@@ -217,7 +222,7 @@ const deadLetterTimeout = 10 * time.Second
 // could not be written, a record too large for it (its body is kept for the platform to move),
 // or a platform count the host did not see (docs/queues.md lists them).
 func (f *Function) HandleQueued(ctx context.Context, m *queue.Message) error {
-	err := local.QueueHandler(f.Runtime)(ctx, m)
+	err := QueueHandler(f.Runtime)(ctx, m)
 	if err == nil {
 		return nil
 	}

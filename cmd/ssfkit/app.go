@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
-	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

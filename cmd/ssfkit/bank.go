@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/ssfkit/ssfkit/examples/bank"
-	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/ssfkit/ssfkit/internal/deploy"
-	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )

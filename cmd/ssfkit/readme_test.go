@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ssfkit/ssfkit/orchestrator/local"
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 )
 
 // curlRequest is one `curl -s -H ... -d ... URL` command of the README or the dev banner.

@@ -48,6 +48,11 @@ var rules = []rule{
 		denies:  func(_, imp string) bool { return imp != "internal/driverurl" },
 	},
 	{
+		name:    "adapters/host, what every host shares, imports no host: the hosts import it",
+		applies: func(pkg string) bool { return pkg == "adapters/host" },
+		denies:  func(_, imp string) bool { return strings.HasPrefix(imp, "adapters/host/") },
+	},
+	{
 		name:    "the orchestrator imports no host, no command",
 		applies: func(pkg string) bool { return strings.HasPrefix(pkg, "orchestrator/") },
 		denies: func(_, imp string) bool {
@@ -137,6 +142,8 @@ func TestImportRulesBite(t *testing.T) {
 		{"adapters/host/lambdahost", "internal/testtables"},
 		{"examples/bank", "internal/deploy"},
 		{"adapters/store", "orchestrator/ssf"},
+		{"adapters/host", "adapters/host/local"},
+		{"orchestrator/sharedlog", "adapters/host/local"},
 	} {
 		broken := 0
 		for _, r := range rules {

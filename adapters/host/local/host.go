@@ -2,14 +2,15 @@
 // asynchronous starts are goroutines. It is what `ssfkit dev`, the demo and the tests run on;
 // the same handlers run unchanged on cloud hosts.
 //
-// Imports (docs/architecture.md): the runtime and the portable APIs; never the test kit. It is
-// the laptop's host, and moves to adapters/host/local.
+// Imports (docs/architecture.md): the runtime, the portable APIs and adapters/host (what every
+// host shares); never the test kit.
 package local
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ssfkit/ssfkit/adapters/host"
 	"log/slog"
 	"slices"
 	"sort"
@@ -210,16 +211,17 @@ func (h *Host) CollectLogs(tbl *store.Table) {
 	h.logTables = append(h.logTables, tbl)
 }
 
-// collectLogs runs the shared logs' collector once on every table that may hold logs.
+// collectLogs runs the shared logs' collector once on every table given to CollectLogs that is
+// not an SSF's own (the SSFs' garbage collection passes collect those).
 func (h *Host) collectLogs(ctx context.Context) sharedlog.CollectReport {
 	h.mu.RLock()
 	tables := slices.Clone(h.logTables)
 	h.mu.RUnlock()
-	for _, rt := range h.Runtimes() {
-		tables = append(tables, rt.Config().Store)
-	}
 	var rep sharedlog.CollectReport
 	seen := map[*store.Table]bool{}
+	for _, rt := range h.Runtimes() {
+		seen[rt.Config().Store] = true
+	}
 	for _, tbl := range tables {
 		if seen[tbl] {
 			continue
@@ -264,13 +266,14 @@ func (h *Host) RunCollectors(ctx context.Context, icEvery, gcEvery time.Duration
 		case <-gcTick:
 			rep.GC = map[string]ssf.GCReport{}
 			for _, rt := range h.Runtimes() {
-				r, err := rt.CollectGarbage(ctx)
+				r, err := host.CollectGarbage(ctx, rt) // the pass every host runs
 				if err != nil && ctx.Err() == nil {
 					h.logger().Warn("garbage collector pass failed; the next pass retries", "ssf", rt.Name(), "err", err)
 				}
-				rep.GC[rt.Name()] = r
+				rep.GC[rt.Name()] = r.GCReport
+				rep.Logs.Add(r.Logs)
 			}
-			rep.Logs = h.collectLogs(ctx)
+			rep.Logs.Add(h.collectLogs(ctx))
 		}
 		if onRound != nil {
 			onRound(rep)
