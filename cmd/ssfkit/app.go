@@ -10,8 +10,8 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

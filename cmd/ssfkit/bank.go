@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/net/netutil"
 
-	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

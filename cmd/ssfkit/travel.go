@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ssfkit/ssfkit/examples/travel"
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/examples/travel"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

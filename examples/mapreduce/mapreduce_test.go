@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/examples/mapreduce"
-	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )

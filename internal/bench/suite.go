@@ -18,9 +18,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore" // mem:// stores
-	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

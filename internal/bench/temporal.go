@@ -24,8 +24,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal/devserver"

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 

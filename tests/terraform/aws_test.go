@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -27,7 +28,6 @@ import (
 	"github.com/ssfkit/ssfkit/internal/testservers"
 	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/internal/tftest"
-	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/policies"
 )

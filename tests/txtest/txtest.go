@@ -18,11 +18,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/internal/testtables"
-	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
