@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/deploy"
+
 	"context"
 	"fmt"
 	"io"
@@ -14,9 +16,6 @@ import (
 // exampleApps are the examples with a main package per cloud, for `--app`:
 // github.com/ssfkit/ssfkit/examples/APP/{lambda,azure,gcp}.
 var exampleApps = []string{"bank", "travel"}
-
-// hostDirs are the examples' main package directories per cloud.
-var hostDirs = map[string]string{"aws": "lambda", "azure": "azure", "gcp": "gcp"}
 
 func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("build", "Builds the artifact a cloud's ssf module deploys, from an application's main package\n"+
@@ -38,7 +37,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	dirName, ok := hostDirs[*cloud]
+	dirName, ok := deploy.HostDir(*cloud)
 	if !ok {
 		return usageErr(fmt.Errorf("--cloud must be aws, azure or gcp, not %q", *cloud))
 	}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -48,7 +47,7 @@ var commands = []command{
 	{name: "bench", variants: benchNames, args: "[flags]", run: benchMain,
 		summary: "benchmark exactly-once operations, DAAL length, travel transactions, the backends, " +
 			"Temporal steps and the shared log (BENCHMARKS.md)"},
-	{name: "build", args: "--cloud " + strings.Join(slices.Sorted(maps.Keys(hostDirs)), "|") + " --app APP|--pkg PKG --out FILE", run: runBuild,
+	{name: "build", args: "--cloud " + strings.Join(deploy.Clouds, "|") + " --app APP|--pkg PKG --out FILE", run: runBuild,
 		summary: "build the artifact a cloud's ssf module deploys (a zip, or a container image for gcp)"},
 	{name: "up", args: "--cloud " + cloudChoices() + " [flags]", run: runUp,
 		summary: "stand an environment up and write its ssfkit config: local, a table per SSF of --app " +

@@ -29,8 +29,29 @@ import (
 	"github.com/ssfkit/ssfkit/policies"
 )
 
-// Clouds Terraform deploys to.
-var Clouds = []string{"aws", "azure", "gcp"}
+// clouds is the one list of the clouds ssfkit deploys to: each one's name (--cloud, modules/NAME)
+// and the directory of an example's main package for its host (examples/APP/DIR), which `ssfkit
+// build` compiles.
+var clouds = []struct{ name, hostDir string }{{"aws", "lambda"}, {"azure", "azure"}, {"gcp", "gcp"}}
+
+// Clouds are the clouds Terraform deploys to, by name.
+var Clouds = func() []string {
+	var names []string
+	for _, c := range clouds {
+		names = append(names, c.name)
+	}
+	return names
+}()
+
+// HostDir is the directory of an example's main package for cloud's host (examples/APP/DIR).
+func HostDir(cloud string) (string, bool) {
+	for _, c := range clouds {
+		if c.name == cloud {
+			return c.hostDir, true
+		}
+	}
+	return "", false
+}
 
 // Config is an application's ssfkit config: the settings of each of its SSFs, as the functions
 // receive them (docs/modules.md).

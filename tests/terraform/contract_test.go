@@ -12,11 +12,12 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 
+	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/internal/testservers"
 )
 
 // clouds are the clouds with modules.
-var clouds = []string{"aws", "azure", "gcp"}
+var clouds = deploy.Clouds
 
 // commonVariables are the variables every cloud's ssf module takes, with their types and
 // defaults (docs/modules.md). environment's type is the cloud's own (a name on AWS, the
