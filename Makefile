@@ -41,12 +41,15 @@ corpus: tools
 tools:
 	./scripts/install-test-tools.sh
 
-## vet: gofmt and go vet; vet builds with -race like the tests, so a cold cache compiles every
+## vet: gofmt, terraform fmt and go vet; vet builds with -race like the tests, so a cold cache compiles every
 ## package once (the embedded Temporal server takes minutes to compile)
 vet:
 	$(GO) mod download
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	@tf=$$(command -v terraform || echo .ssfkit/tools/bin/terraform); \
+	  $$tf fmt -check -recursive modules policies/testdata 2>/dev/null || \
+	  { echo "terraform fmt needed on the files above (terraform fmt -recursive modules policies/testdata)"; exit 1; }
 	$(GO) vet -race ./...
 
 build:

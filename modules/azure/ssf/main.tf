@@ -34,9 +34,9 @@ locals {
     substr(replace(lower("${var.environment.name}${var.name}"), "/[^a-z0-9]/", ""), 0, 16),
   substr(sha1("${lower(var.environment.resource_group_id)}/${var.name}"), 0, 8))
 
-  table_name      = "state"
-  queue_name      = "starts"
-  poison_queue    = "${local.queue_name}-poison" # where the queue trigger moves a message after maxDequeueCount deliveries
+  table_name   = "state"
+  queue_name   = "starts"
+  poison_queue = "${local.queue_name}-poison" # where the queue trigger moves a message after maxDequeueCount deliveries
   # Resource IDs built from names the plan knows, not read from the resources: the plan then
   # shows every role assignment's scope before anything exists, and the plan policies, which
   # deny a grant they cannot see (docs/security.md), check it on the first deployment too.
