@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -228,16 +227,9 @@ func (r *docRunner) emulated(args []string) []string {
 	return append(out, "-suites", strings.Join(suites, ","))
 }
 
-// motoAddr starts moto, with Lambda functions stored rather than run (moto runs them only in
-// Docker, and the setting must come before anything is created).
 func (r *docRunner) motoAddr() string {
 	if r.moto == "" {
 		r.moto = testservers.Moto.Addr(r.t)
-		resp, err := http.Post(r.moto+"/moto-api/config", "application/json", strings.NewReader(`{"lambda":{"use_docker":false}}`))
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		resp.Body.Close()
 	}
 	return r.moto
 }

@@ -336,8 +336,11 @@ func (s *session) hint() {
 	s.say("to run Terraform on it yourself: cd %s && %s terraform plan%s", shellQuote(s.o.Dir), strings.Join(env, " "), state)
 }
 
+// shellSafe are the words a shell reads as they are.
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:=@%+-]+$`)
+
 func shellQuote(s string) string {
-	if regexp.MustCompile(`^[A-Za-z0-9_./:=@%+-]+$`).MatchString(s) {
+	if shellSafe.MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -75,6 +75,14 @@ func startMoto() (string, func(), error) {
 	if err := p.WaitReady(30*time.Second, httpReady(endpoint+"/moto-api/")); err != nil {
 		return "", nil, err
 	}
+	// Lambda functions are stored, not run: moto runs them only in Docker, and the setting must
+	// come before any function is created.
+	resp, err := http.Post(endpoint+"/moto-api/config", "application/json", strings.NewReader(`{"lambda":{"use_docker":false}}`))
+	if err != nil {
+		p.Stop()
+		return "", nil, fmt.Errorf("configuring moto: %w", err)
+	}
+	resp.Body.Close()
 	return endpoint, p.Stop, nil
 }
 

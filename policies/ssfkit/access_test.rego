@@ -139,3 +139,14 @@ test_azure_roles_on_the_allow_list if {
 	unknown_id := plans.unknown_after_apply(azure(null, null), ["role_definition_id"])
 	count(access.deny) == 1 with input as plans.plan([peer_invoker(["Microsoft.Web/sites/host/listkeys/action"]), unknown_id])
 }
+
+# A queue's policy known only after apply passes only when the plan's configuration shows the
+# queue sets none: without its configuration, it is denied.
+test_reflected_attribute_needs_the_configuration if {
+	q := plans.unknown_after_apply(plans.create("aws_sqs_queue.q", "aws_sqs_queue", {"name": "bank-a"}), ["policy"])
+	count(access.deny) == 1 with input as plans.plan([q])
+	config := {"root_module": {"resources": [{"address": "aws_sqs_queue.q", "expressions": {"name": {"constant_value": "bank-a"}}}]}}
+	count(access.deny) == 0 with input as object.union(plans.plan([q]), {"configuration": config})
+	set_policy := {"root_module": {"resources": [{"address": "aws_sqs_queue.q", "expressions": {"policy": {"references": ["aws_iam_policy_document.x"]}}}]}}
+	count(access.deny) == 1 with input as object.union(plans.plan([q]), {"configuration": set_policy})
+}

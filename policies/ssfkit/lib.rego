@@ -46,15 +46,16 @@ referenced(r, path) := {x |
 # optional attribute the provider computes holds what other resources of the plan give it).
 # A resource whose configuration the plan does not show is never unconfigured.
 unconfigured(r, attr) if {
-	some c in object.get(input, config_path(r.module), [])
-	c.address == config_address(r)
+	c := config_of(r) # no configuration: never unconfigured
 	not attr in object.keys(object.get(c, "expressions", {}))
 }
 
-config_references(r, path) := refs if {
+config_references(r, path) := object.get(config_of(r), array.concat(array.concat(["expressions"], path), ["references"]), [])
+
+# config_of(r): r's resource in its module's configuration.
+config_of(r) := c if {
 	some c in object.get(input, config_path(r.module), [])
 	c.address == config_address(r)
-	refs := object.get(c, array.concat(array.concat(["expressions"], path), ["references"]), [])
 }
 
 module_prefix(m) := "" if m == ""

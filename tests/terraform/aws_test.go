@@ -4,7 +4,6 @@ package terraform
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,16 +33,10 @@ import (
 
 func TestMain(m *testing.M) { testtables.Main(m) }
 
-// awsSetup starts moto with Lambda functions stored rather than run (moto runs them only in
-// Docker, and the setting must come before anything is created), builds the bank example's
+// awsSetup starts moto (Lambda functions stored rather than run), builds the bank example's
 // artifact, and returns Terraform pointed at moto with a copy of the modules.
 func awsSetup(t *testing.T) (tf *tftest.Terraform, modules, moto, artifact string) {
 	moto = testservers.Moto.Addr(t)
-	resp, err := http.Post(moto+"/moto-api/config", "application/json", strings.NewReader(`{"lambda":{"use_docker":false}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
 	root, err := testservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"context"
 	"flag"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,16 +87,9 @@ func TestPolicyCorpus(t *testing.T) {
 	}
 }
 
-// motoForCorpus starts moto with Lambda functions stored rather than run, and returns
-// Terraform's environment for it.
+// motoForCorpus starts moto and returns Terraform's environment for it.
 func motoForCorpus(t *testing.T) []string {
-	moto := testservers.Moto.Addr(t)
-	resp, err := http.Post(moto+"/moto-api/config", "application/json", strings.NewReader(`{"lambda":{"use_docker":false}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	env := []string{"AWS_ENDPOINT_URL=" + moto}
+	env := []string{"AWS_ENDPOINT_URL=" + testservers.Moto.Addr(t)}
 	for k, v := range testservers.MotoEnv {
 		env = append(env, k+"="+v)
 	}
