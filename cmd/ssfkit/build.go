@@ -1,21 +1,16 @@
 package main
 
 import (
-	"github.com/ssfkit/ssfkit/internal/deploy"
-
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
+	"github.com/ssfkit/ssfkit/internal/apps"
 	"github.com/ssfkit/ssfkit/internal/build"
+	"github.com/ssfkit/ssfkit/internal/deploy"
 )
-
-// exampleApps are the examples with a main package per cloud, for `--app`:
-// github.com/ssfkit/ssfkit/examples/APP/{lambda,azure,gcp}.
-var exampleApps = []string{"bank", "travel"}
 
 func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("build", "Builds the artifact a cloud's ssf module deploys, from an application's main package\n"+
@@ -28,7 +23,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"         reference is printed for the ssf module's artifact\n"+
 		"Needs the Go toolchain.", stderr)
 	cloud := fs.String("cloud", "", "the cloud to build for: aws, azure or gcp")
-	app := fs.String("app", "", "an example application: "+strings.Join(exampleApps, ", "))
+	app := fs.String("app", "", "an example application: "+strings.Join(apps.Names(), ", "))
 	pkg := fs.String("pkg", "", "your application's main package (import path or ./dir)")
 	arch := fs.String("arch", "arm64", "aws: the functions' architecture, arm64 or x86_64 (the ssf module's `architecture`)")
 	image := fs.String("image", "", "gcp: the image reference, e.g. europe-west1-docker.pkg.dev/PROJECT/REPO/bank:v1")
@@ -75,11 +70,13 @@ func buildTarget(app, pkg, dirName string) (string, error) {
 	case pkg != "":
 		return pkg, nil
 	case app == "":
-		return "", fmt.Errorf("give --app (%s) or --pkg", strings.Join(exampleApps, ", "))
-	case !slices.Contains(exampleApps, app):
-		return "", fmt.Errorf("no example named %q; the examples are %s", app, strings.Join(exampleApps, ", "))
+		return "", fmt.Errorf("give --app (%s) or --pkg", strings.Join(apps.Names(), ", "))
 	}
-	return "github.com/ssfkit/ssfkit/examples/" + app + "/" + dirName, nil
+	a, ok := apps.Lookup(app)
+	if !ok {
+		return "", fmt.Errorf("no example named %q; the examples are %s", app, strings.Join(apps.Names(), ", "))
+	}
+	return a.MainPackage(dirName), nil
 }
 
 func usageErr(err error) error { return &cliUsageError{err: fmt.Errorf("build: %w", err)} }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"context"
 	"errors"
 	"fmt"
@@ -52,20 +54,9 @@ const devMaxConnections = 256
 // devTemporalPort is the embedded Temporal server's default frontend port, Temporal's own.
 const devTemporalPort = 7233
 
-const (
-	devLifetime      = 30 * time.Second
-	devGCBound       = time.Minute
-	devRelaunchDelay = devLifetime
-)
-
-// devConfig is the runtime configuration of dev's SSFs (and the worker's, and the demos').
-func devConfig() ssf.Config {
-	return ssf.Config{Lifetime: devLifetime, GCBound: devGCBound, RelaunchDelay: devRelaunchDelay}
-}
-
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev", devSynopsis, stderr)
-	appName := fs.String("app", defaultExample, "the example to host: "+exampleNames())
+	appName := fs.String("app", apps.Default, "the example to host: "+appChoices())
 	storeFlag := fs.String("store", "", "store `URL`: sqlite:///abs/path.db, or mem:// for a throwaway run; each SSF gets its own table (default: sqlite database .ssfkit/dev.db in the current directory)")
 	configFile := fs.String("config", "", "an ssfkit config `file` ('ssfkit up' writes it): each SSF on the store it names, instead of --store")
 	addr := fs.String("addr", "127.0.0.1:8080", "HTTP listen `address`")
@@ -85,9 +76,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *icEvery < 0 || *gcEvery < 0 {
 		return &cliUsageError{err: errors.New("dev: --ic-every and --gc-every must not be negative")}
 	}
-	ex, ok := examples[*appName]
+	ex, ok := apps.Lookup(*appName)
 	if !ok {
-		return &cliUsageError{err: fmt.Errorf("dev: --app %q: want %s", *appName, exampleNames())}
+		return &cliUsageError{err: fmt.Errorf("dev: --app %q: want %s", *appName, appChoices())}
 	}
 	place, err := devTables(*storeFlag, *configFile)
 	if err != nil {
@@ -103,7 +94,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer ln.Close()
 
-	cfg := devConfig()
+	cfg := apps.DevConfig()
 	var temporalClient client.Client
 	if tf.address != temporalOff {
 		c, closeTemporal, err := connectTemporal(ctx, &tf, *temporalDB, *temporalPort, stderr)
@@ -126,13 +117,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			c.Hold = ssftemporal.HoldWhileOpen(temporalClient, max(c.GCBound, 2*c.Lifetime))
 		}
 	}
-	app, err := openTunedApp(ctx, ex.handlers(), place.tableURL, cfg, tune)
+	app, err := apps.OpenTuned(ctx, ex.Handlers(), place.tableURL, cfg, tune)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
 	defer app.Close()
-	if ex.load != nil {
-		if err := ex.load(ctx, app.host); err != nil {
+	if ex.Load != nil {
+		if err := ex.Load(ctx, app.Host); err != nil {
 			return fmt.Errorf("dev: %w", err)
 		}
 	}
@@ -140,11 +131,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// ever, nor open without bound.
 	ln = netutil.LimitListener(ln, devMaxConnections)
 	longest := time.Duration(0)
-	for _, rt := range app.runtimes {
+	for _, rt := range app.Runtimes {
 		longest = max(longest, rt.Config().Lifetime)
 	}
 	srv := &http.Server{
-		Handler:           logRequests(stdout, local.HTTPHandler(app.host)),
+		Handler:           logRequests(stdout, local.HTTPHandler(app.Host)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      longest + 30*time.Second, // a request may run its instance for a lifetime
@@ -153,7 +144,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	colCtx, stopCollectors := context.WithCancel(ctx)
 	var collectors sync.WaitGroup
-	collectors.Go(func() { app.host.RunCollectors(colCtx, *icEvery, *gcEvery, nil) })
+	collectors.Go(func() { app.Host.RunCollectors(colCtx, *icEvery, *gcEvery, nil) })
 	defer func() { stopCollectors(); collectors.Wait() }()
 
 	temporalLine := "off"
@@ -168,7 +159,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.runtimes, *icEvery, *gcEvery, temporalLine)
+	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.Runtimes, *icEvery, *gcEvery, temporalLine)
 
 	select {
 	case err := <-served:
@@ -186,11 +177,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // temporalBannerLine is the banner's Temporal line: where the worker runs and, for an example
 // with workflows, how to list them (the bank has none: its SSFs are only activities).
-func temporalBannerLine(tf *temporalFlags, ex example) string {
+func temporalBannerLine(tf *temporalFlags, ex apps.App) string {
 	line := fmt.Sprintf("%s, namespace %s, task queue %s", tf.address, tf.namespace, tf.taskQueue)
-	if ex.workflows == nil {
+	if ex.Workflows == nil {
 		return line + fmt.Sprintf("\n              the %s example has no workflows: its SSFs are activities (ssf.NAME)\n"+
-			"              for workflows of yours; ssfkit dev --app travel runs some", ex.name)
+			"              for workflows of yours; ssfkit dev --app travel runs some", ex.Name)
 	}
 	return line + "\n              inspect: temporal workflow list --address " + tf.address
 }
@@ -267,7 +258,7 @@ func devTables(storeFlag, configFile string) (devPlacement, error) {
 	if err != nil {
 		return devPlacement{}, err
 	}
-	tableURL, err := tablePerSSF(base)
+	tableURL, err := apps.TablePerSSF(base)
 	if err != nil {
 		return devPlacement{}, &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
 	}
@@ -293,7 +284,7 @@ func devStoreURL(flagValue string) (string, error) {
 			return "", fmt.Errorf("dev: %w", err)
 		}
 	}
-	return sqliteURL(abs), nil
+	return apps.SQLiteURL(abs), nil
 }
 
 // timings describes the runtimes' lifetime, T and key retention, for the banner: one value
@@ -317,7 +308,7 @@ func timings(runtimes map[string]*ssf.Runtime) string {
 	return strings.Join(lines, "\n              ")
 }
 
-func printDevBanner(w io.Writer, ex example, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal string) {
+func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal string) {
 	every := func(d time.Duration) string {
 		if d == 0 {
 			return "off"
@@ -349,7 +340,7 @@ is replayed (marked Idempotent-Replayed: true) while it is kept; after that the 
 refused as expired.
 Press Ctrl-C to stop.
 
-`, place.describe, base, wrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.title, ex.try(base), temporal)
+`, place.describe, base, apps.WrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.Title, ex.Try(base), temporal)
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"bytes"
 	"context"
 	"errors"
@@ -56,18 +58,18 @@ func TestTablePerSSF(t *testing.T) {
 		{base: "mem://dev", want: "mem://dev_teller"},
 		{base: "dynamodb://t", err: "embedded stores only"},
 	} {
-		f, err := tablePerSSF(tc.base)
+		f, err := apps.TablePerSSF(tc.base)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("tablePerSSF(%q): error %v, want one containing %q", tc.base, err, tc.err)
+				t.Errorf("apps.TablePerSSF(%q): error %v, want one containing %q", tc.base, err, tc.err)
 			}
 			continue
 		}
 		if err != nil {
-			t.Fatalf("tablePerSSF(%q): %v", tc.base, err)
+			t.Fatalf("apps.TablePerSSF(%q): %v", tc.base, err)
 		}
 		if got, _ := f("teller"); got != tc.want {
-			t.Errorf("tablePerSSF(%q)(teller) = %q, want %q", tc.base, got, tc.want)
+			t.Errorf("apps.TablePerSSF(%q)(teller) = %q, want %q", tc.base, got, tc.want)
 		}
 	}
 }
@@ -161,7 +163,7 @@ func TestDevServesAndShutsDown(t *testing.T) {
 // run's reservation still booked.
 func TestDevTravel(t *testing.T) {
 	store := "sqlite://" + t.TempDir() + "/dev.db"
-	u := travel.Generate(travelDevSeed, travelDevCapacity).Users[7]
+	u := apps.TravelDevData().Users[7]
 	reserve := fmt.Sprintf(`{"op":"reserve","user":%q,"password":%q,"hotel":"h50","flight":"f50"}`, u.Name, u.Password)
 	for run, key := range []string{"reserve-1", "reserve-2"} {
 		base, out, stop := startDev(t, "--app", "travel", "--store", store)
@@ -210,7 +212,7 @@ func TestDevRunsWorkflowsOnEmbeddedTemporal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	u := travel.Generate(travelDevSeed, travelDevCapacity).Users[3]
+	u := apps.TravelDevData().Users[3]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "res-dev-1", TaskQueue: ssftemporal.DefaultTaskQueue}, travel.ReserveWorkflowName,
@@ -321,10 +323,19 @@ func TestDevHelpAndBusyPorts(t *testing.T) {
 // The banner suggests listing workflows only for an example that has some.
 func TestDevBannerTemporalLine(t *testing.T) {
 	tf := &temporalFlags{address: "127.0.0.1:7233", namespace: "default", taskQueue: "ssfkit"}
-	if line := temporalBannerLine(tf, travelExample); !strings.Contains(line, "temporal workflow list --address 127.0.0.1:7233") {
+	if line := temporalBannerLine(tf, lookup(t, "travel")); !strings.Contains(line, "temporal workflow list --address 127.0.0.1:7233") {
 		t.Errorf("travel's Temporal line: %q", line)
 	}
-	if line := temporalBannerLine(tf, bankExample); strings.Contains(line, "workflow list") || !strings.Contains(line, "no workflows") {
+	if line := temporalBannerLine(tf, lookup(t, "bank")); strings.Contains(line, "workflow list") || !strings.Contains(line, "no workflows") {
 		t.Errorf("bank's Temporal line: %q", line)
 	}
+}
+
+func lookup(t *testing.T, name string) apps.App {
+	t.Helper()
+	a, ok := apps.Lookup(name)
+	if !ok {
+		t.Fatalf("no app %q", name)
+	}
+	return a
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,7 +18,7 @@ import (
 // the collector's launches and the last error, unknown; a given-up instance says so.
 func TestInstanceCommand(t *testing.T) {
 	ctx := context.Background()
-	url := sqliteURL(t.TempDir()+"/app.db") + "?table=teller"
+	url := apps.SQLiteURL(t.TempDir()+"/app.db") + "?table=teller"
 	tbl, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)

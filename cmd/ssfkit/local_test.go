@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"bytes"
 	"context"
 	"os"
@@ -16,12 +18,12 @@ import (
 // localConfig is the config `ssfkit up --cloud local --app APP` writes, on the database file.
 func localConfig(t *testing.T, app, file string) *deploy.Config {
 	t.Helper()
-	tableURL, err := tablePerSSF(sqliteURL(file))
+	tableURL, err := apps.TablePerSSF(apps.SQLiteURL(file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := &deploy.Config{Cloud: "local", Environment: app, SSFs: map[string]deploy.SSF{}}
-	for name := range examples[app].handlers() {
+	for name := range lookup(t, app).Handlers() {
 		u, err := tableURL(name)
 		if err != nil {
 			t.Fatal(err)

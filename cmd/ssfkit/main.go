@@ -3,6 +3,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"context"
 	"errors"
 	"flag"
@@ -33,7 +35,7 @@ type command struct {
 // commands are the subcommands, in the order the help lists them; the help is generated from
 // this table and the variants' own tables.
 var commands = []command{
-	{name: "demo", variants: demoNames, optional: true, args: "[flags]", run: runDemo,
+	{name: "demo", variants: apps.DemoNames, optional: true, args: "[flags]", run: runDemo,
 		summary: "run an example on a temporary SQLite store while crashing executions at random, " +
 			"then check its invariants: bank (the default) or travel; temporal runs the travel app as " +
 			"workflows on an embedded Temporal server and SIGKILLs the worker process"},

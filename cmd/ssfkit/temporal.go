@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -102,11 +104,11 @@ func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (client.C
 
 // startWorker hosts the app's SSFs as activities and the example's workflows on the task
 // queue; Stop the worker to leave.
-func startWorker(c client.Client, f *temporalFlags, app *hostedApp, ex example) (worker.Worker, error) {
+func startWorker(c client.Client, f *temporalFlags, app *apps.Hosted, ex apps.App) (worker.Worker, error) {
 	w := worker.New(c, f.taskQueue, worker.Options{StickyScheduleToStartTimeout: f.stickyTimeout})
-	ssftemporal.Register(w, app.host.Runtimes()...)
-	if ex.workflows != nil {
-		ex.workflows(w)
+	ssftemporal.Register(w, app.Host.Runtimes()...)
+	if ex.Workflows != nil {
+		ex.Workflows(w)
 	}
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("starting the Temporal worker on task queue %s: %w", f.taskQueue, err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"bufio"
 	"context"
 	"errors"
@@ -64,7 +66,7 @@ func registerDeployFlags(fs *flag.FlagSet) *deployFlags {
 		dir:      fs.String("dir", "", "the Terraform root module (default modules/CLOUD/examples/bank)"),
 		endpoint: fs.String("endpoint", "", "aws: an emulator's `URL` (moto), for the provider and in the written config"),
 		config:   fs.String("config", "ssfkit.json", "the ssfkit config `file` to write (down: to remove)"),
-		app:      fs.String("app", defaultExample, "local: the example whose SSFs get tables: "+exampleNames()),
+		app:      fs.String("app", apps.Default, "local: the example whose SSFs get tables: "+appChoices()),
 		stateDir: fs.String("state-dir", "", "where the environment's Terraform state, data directory and logs go (default .ssfkit/deploy/CLOUD-DIRNAME-HASH; a backend the root module configures keeps the state)"),
 	}
 	fs.Var(&f.varFiles, "var-file", "a Terraform variables `file` (repeatable)")
@@ -133,21 +135,21 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // upLocal writes the config of the embedded default: the example's SSFs, each on its table of
 // the SQLite database `ssfkit dev` uses, with dev's runtime settings.
 func upLocal(appName, path string, stdout io.Writer) error {
-	ex, ok := examples[appName]
+	ex, ok := apps.Lookup(appName)
 	if !ok {
-		return &cliUsageError{err: fmt.Errorf("up: --app %q: want %s", appName, exampleNames())}
+		return &cliUsageError{err: fmt.Errorf("up: --app %q: want %s", appName, appChoices())}
 	}
 	base, err := devStoreURL("")
 	if err != nil {
 		return err
 	}
-	tableURL, err := tablePerSSF(base)
+	tableURL, err := apps.TablePerSSF(base)
 	if err != nil {
 		return err
 	}
-	rt := devConfig()
+	rt := apps.DevConfig()
 	cfg := &deploy.Config{Cloud: "local", Environment: appName, SSFs: map[string]deploy.SSF{}}
-	for name := range ex.handlers() {
+	for name := range ex.Handlers() {
 		u, err := tableURL(name)
 		if err != nil {
 			return err

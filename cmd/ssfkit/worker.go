@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ssfkit/ssfkit/internal/apps"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +28,7 @@ var defaultWorkerTemporal = fmt.Sprintf("127.0.0.1:%d", devTemporalPort)
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("worker", workerSynopsis, stderr)
-	appName := fs.String("app", "travel", "the example to host: "+exampleNames())
+	appName := fs.String("app", "travel", "the example to host: "+appChoices())
 	storeFlag := fs.String("store", "", "store `URL` (as for dev; default: sqlite database .ssfkit/dev.db in the current directory)")
 	var tf temporalFlags
 	tf.register(fs, defaultWorkerTemporal, "Temporal frontend `address` (HOST:PORT), e.g. ssfkit dev's embedded server")
@@ -37,9 +39,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ex, ok := examples[*appName]
+	ex, ok := apps.Lookup(*appName)
 	if !ok {
-		return &cliUsageError{err: fmt.Errorf("worker: --app %q: want %s", *appName, exampleNames())}
+		return &cliUsageError{err: fmt.Errorf("worker: --app %q: want %s", *appName, appChoices())}
 	}
 	if *icEvery < 0 || *gcEvery < 0 {
 		return &cliUsageError{err: errors.New("worker: --ic-every and --gc-every must not be negative")}
@@ -60,7 +62,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	tableURL, err := tablePerSSF(base)
+	tableURL, err := apps.TablePerSSF(base)
 	if err != nil {
 		return &cliUsageError{err: fmt.Errorf("worker: --store: %w", err)}
 	}
@@ -70,15 +72,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer c.Close()
 	// The collectors keep an activity's logs while its workflow may still retry it.
-	cfg := devConfig()
-	cfg.Logger, cfg.Hold = logger, ssftemporal.HoldWhileOpen(c, devGCBound)
-	app, err := openApp(ctx, ex.handlers(), tableURL, cfg)
+	cfg := apps.DevConfig()
+	cfg.Logger, cfg.Hold = logger, ssftemporal.HoldWhileOpen(c, apps.DevGCBound)
+	app, err := apps.Open(ctx, ex.Handlers(), tableURL, cfg)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer app.Close()
-	if ex.load != nil && *load {
-		if err := ex.load(ctx, app.host); err != nil {
+	if ex.Load != nil && *load {
+		if err := ex.Load(ctx, app.Host); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
 	}
@@ -90,11 +92,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	colCtx, stopCollectors := context.WithCancel(ctx)
 	var collectors sync.WaitGroup
-	collectors.Go(func() { app.host.RunCollectors(colCtx, *icEvery, *gcEvery, nil) })
+	collectors.Go(func() { app.Host.RunCollectors(colCtx, *icEvery, *gcEvery, nil) })
 	defer func() { stopCollectors(); collectors.Wait() }()
 
 	fmt.Fprintf(stdout, "ssfkit worker: %s on %s, Temporal %s namespace %s task queue %s\n  SSFs (activities ssf.NAME): %s\n",
-		ex.title, base, tf.address, tf.namespace, tf.taskQueue, strings.Join(slices.Sorted(maps.Keys(app.runtimes)), ", "))
+		ex.Title, base, tf.address, tf.namespace, tf.taskQueue, strings.Join(slices.Sorted(maps.Keys(app.Runtimes)), ", "))
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "ssfkit worker: stopping")
 	return nil

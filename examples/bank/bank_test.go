@@ -20,6 +20,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/faults"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -34,7 +35,7 @@ type world struct {
 	host    *local.Host
 	rts     map[string]*ssf.Runtime
 	clock   *testclock.Manual
-	inj     *crashkit.Injector // nil: no crashes
+	inj     *faults.Injector // nil: no crashes
 	opening map[string]int64
 	// transfers and receipts of every transfer submitted with transfer or submit
 	transfers map[string]bank.Transfer
@@ -47,7 +48,7 @@ type world struct {
 }
 
 type worldOptions struct {
-	inj        *crashkit.Injector
+	inj        *faults.Injector
 	sequential bool
 }
 
@@ -483,7 +484,7 @@ func TestRefundHeldInSuspense(t *testing.T) {
 func TestRaceCrashedAtEveryPoint(t *testing.T) {
 	for scenario, stride := range map[string]int{"refund": 1, "suspense": 3} {
 		t.Run(scenario, func(t *testing.T) {
-			run := func(t *testing.T, inj *crashkit.Injector) *world {
+			run := func(t *testing.T, inj *faults.Injector) *world {
 				opening := map[string]int64{"alice": 100, "bob": maxInt64 - 100, "carol": 100, "vault": maxInt64 - 50}
 				w := newWorld(t, opening, worldOptions{inj: inj, sequential: true})
 				w.raceFill("alice", 30, "fill", bank.Transfer{From: "carol", To: "bob", Amount: 80})
@@ -496,14 +497,14 @@ func TestRaceCrashedAtEveryPoint(t *testing.T) {
 				w.check(t)
 				return w
 			}
-			clean := crashkit.At(0)
+			clean := faults.At(0)
 			want := run(t, clean).receipts["t1"].Refund
 			if want == "" {
 				t.Fatalf("the clean run did not compensate")
 			}
 			points, outcomes := clean.Points(), map[string]int{}
 			for k := 1; k <= points; k += stride {
-				w := run(t, crashkit.At(k))
+				w := run(t, faults.At(k))
 				if n := len(w.inj.Crashes()); n != 1 {
 					t.Fatalf("crash at point %d: %d crashes", k, n)
 				}
@@ -527,7 +528,7 @@ func TestConcurrentMixWithCrashes(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	opening := map[string]int64{"alice": 500, "bob": 500, "vault": maxInt64 - 300, "safe": maxInt64 - 300}
 	names := []string{"alice", "bob", "vault", "safe", "nobody"}
-	inj := crashkit.Random(seed, 0.01, 20)
+	inj := faults.Random(seed, 0.01, 20)
 	w := newWorld(t, opening, worldOptions{inj: inj})
 	inj.Enable(true)
 	var wg sync.WaitGroup

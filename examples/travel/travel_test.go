@@ -16,6 +16,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/faults"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -278,7 +279,7 @@ func TestConcurrentLastRoom(t *testing.T) {
 // capacity is never exceeded, and no lock stays held.
 func TestTransactionsUnderCrashes(t *testing.T) {
 	seed := crashkit.Seed(t)
-	inj := crashkit.Random(seed, 0.02, 400)
+	inj := faults.Random(seed, 0.02, 400)
 	a := newApp(t, Generate(uint64(seed), 6), inj)
 	ctx, stop := context.WithCancel(context.Background())
 	var collectors sync.WaitGroup

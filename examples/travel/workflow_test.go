@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/faults"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )
 
@@ -67,7 +68,7 @@ func TestReserveWorkflowAllOrNothing(t *testing.T) {
 // abort propagation): every reservation still completes, and the invariants hold.
 func TestReserveWorkflowUnderCrashes(t *testing.T) {
 	seed := crashkit.Seed(t)
-	inj := crashkit.Random(seed, 0.02, 40)
+	inj := faults.Random(seed, 0.02, 40)
 	a := newApp(t, fixture(3, 3), inj)
 	inj.Enable(true)
 	confirmations := map[string]Confirmation{}

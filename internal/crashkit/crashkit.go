@@ -1,15 +1,13 @@
-// Package crashkit is what ssfkit's crash-injection suites share: an injector that kills
-// executions at chosen points, a client that delivers requests the way a platform does, and
-// a drain that lets the intent collectors finish what crashed.
+// Package crashkit is what ssfkit's crash-injection suites share besides the injector
+// (internal/faults): the seed, a client that delivers requests the way a platform does, and a
+// drain that lets the intent collectors finish what crashed.
 package crashkit
 
 import (
 	"context"
 	"errors"
-	"math/rand"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
@@ -28,78 +26,6 @@ func Seed(t suite.T) int64 {
 		return n
 	}
 	return 20201104 // Beldi's OSDI date
-}
-
-// Injector crashes executions at chosen points: the k-th point passed, or at random with a
-// budget. It starts disabled; Enable turns it on.
-type Injector struct {
-	mu      sync.Mutex
-	enabled bool
-	count   int
-	crashAt int
-	rng     *rand.Rand
-	prob    float64
-	budget  int
-	crashes []ssf.FaultPoint
-}
-
-// At returns an injector that crashes at the k-th point it passes (0: never; it only counts).
-func At(k int) *Injector { return &Injector{crashAt: k} }
-
-// Random returns an injector that crashes each point with probability prob, at most budget
-// times, drawing from seed.
-func Random(seed int64, prob float64, budget int) *Injector {
-	in := &Injector{}
-	in.Rearm(seed, prob, budget)
-	return in
-}
-
-// Rearm switches the injector to random crashes with a fresh budget.
-func (in *Injector) Rearm(seed int64, prob float64, budget int) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.rng, in.prob, in.budget = rand.New(rand.NewSource(seed)), prob, budget
-}
-
-// Inject implements ssf.FaultInjector.
-func (in *Injector) Inject(_ context.Context, p ssf.FaultPoint) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if !in.enabled {
-		return nil
-	}
-	in.count++
-	crash := in.count == in.crashAt
-	if in.rng != nil && in.budget > 0 && in.rng.Float64() < in.prob {
-		crash = true
-	}
-	if !crash {
-		return nil
-	}
-	in.budget--
-	in.crashes = append(in.crashes, p)
-	return ssf.ErrCrashed
-}
-
-// Enable turns injection on or off.
-func (in *Injector) Enable(on bool) {
-	in.mu.Lock()
-	in.enabled = on
-	in.mu.Unlock()
-}
-
-// Crashes returns the points crashed so far.
-func (in *Injector) Crashes() []ssf.FaultPoint {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return append([]ssf.FaultPoint(nil), in.crashes...)
-}
-
-// Points returns how many points were passed while enabled.
-func (in *Injector) Points() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.count
 }
 
 // Submit delivers a top-level request the way a platform does: retried until it is accepted,

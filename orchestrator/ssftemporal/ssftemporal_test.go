@@ -22,7 +22,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
-	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/faults"
 	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -151,7 +151,7 @@ func addThree(ctx workflow.Context) (int, error) {
 // activity; the retry is the same SSF instance and replays what the dead attempt logged, so the
 // effects happen once: the counter ends at 6, as in a clean run.
 func TestActivityRetriesAreExactlyOnce(t *testing.T) {
-	count := crashkit.At(0)
+	count := faults.At(0)
 	clean := newFixture(t, count)
 	count.Enable(true)
 	env := clean.env(t)
@@ -165,7 +165,7 @@ func TestActivityRetriesAreExactlyOnce(t *testing.T) {
 		t.Fatalf("the clean run passed only %d injection points", points)
 	}
 	for k := 1; k <= points; k++ {
-		inj := crashkit.At(k)
+		inj := faults.At(k)
 		f := newFixture(t, inj)
 		inj.Enable(true)
 		env := f.env(t)
@@ -200,7 +200,7 @@ func TestApplicationErrorIsNotRetried(t *testing.T) {
 // Spawn registers the SSF's instance through the host's queue and returns; the queue's
 // consumer runs it, once, even though the workflow's activity retries after a crash.
 func TestSpawnThroughQueue(t *testing.T) {
-	inj := crashkit.At(3) // the first attempt of the spawning activity dies after registering
+	inj := faults.At(3) // the first attempt of the spawning activity dies after registering
 	f := newFixture(t, inj)
 	q, err := queue.Open(context.Background(), "mem://spawn-"+t.Name())
 	if err != nil {
@@ -236,7 +236,7 @@ func TestSpawnThroughQueue(t *testing.T) {
 // counter before the activity's retry: the retry must replay the value the crashed attempt read
 // (if it logged it) rather than read the new one, and must finish.
 type changeOnCrash struct {
-	*crashkit.Injector
+	*faults.Injector
 	change func()
 	once   sync.Once
 }
@@ -258,7 +258,7 @@ func (c *changeOnCrash) Inject(ctx context.Context, p ssf.FaultPoint) error {
 // finishes, with the spawned increment applied once.
 func TestSpawnCrashAtEveryPoint(t *testing.T) {
 	spawn := func(ctx workflow.Context) error { return Spawn(ctx, "counter", 7) }
-	count := crashkit.At(0)
+	count := faults.At(0)
 	clean := newFixture(t, count)
 	count.Enable(true)
 	env := clean.env(t)
@@ -268,7 +268,7 @@ func TestSpawnCrashAtEveryPoint(t *testing.T) {
 	}
 	points := count.Points()
 	for k := 1; k <= points; k++ {
-		inj := &changeOnCrash{Injector: crashkit.At(k)}
+		inj := &changeOnCrash{Injector: faults.At(k)}
 		f := newFixture(t, inj)
 		inj.change = func() {
 			if _, err := f.host.Invoke(context.Background(), "counter", "other-client", 100); err != nil {

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/faults"
 )
 
 // reserve books the hotel and the flight of a trip in one transaction the workflow coordinates.
@@ -111,7 +111,7 @@ func TestConflictingTransactionsBothCommit(t *testing.T) {
 // A worker crash at any point of the transaction (execution, commit propagation) ends with the
 // same state as a clean run and no lock held.
 func TestTransactionCrashAtEveryPoint(t *testing.T) {
-	run := func(inj *crashkit.Injector) *fixture {
+	run := func(inj *faults.Injector) *fixture {
 		f := newFixture(t, inj)
 		f.setCapacity(t, "hotel", "h", 1)
 		f.setCapacity(t, "flight", "f", 1)
@@ -125,10 +125,10 @@ func TestTransactionCrashAtEveryPoint(t *testing.T) {
 		inj.Enable(false)
 		return f
 	}
-	count := crashkit.At(0)
+	count := faults.At(0)
 	run(count)
 	for k := 1; k <= count.Points(); k++ {
-		inj := crashkit.At(k)
+		inj := faults.At(k)
 		f := run(inj)
 		if h, fl := f.item(t, "hotel", "cap", "h"), f.item(t, "flight", "cap", "f"); h != "0" || fl != "0" || len(inj.Crashes()) != 1 {
 			t.Fatalf("crash at point %d (%v): hotel %s, flight %s left, want 0 and 0", k, inj.Crashes(), h, fl)

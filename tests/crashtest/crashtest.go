@@ -27,6 +27,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/faults"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/internal/testtables"
@@ -59,14 +60,14 @@ const (
 type world struct {
 	host  *local.Host
 	rts   map[string]*ssf.Runtime
-	inj   *crashkit.Injector
+	inj   *faults.Injector
 	clock *testclock.Manual
 	// pipelined submits every request before draining, so re-executions overlap later
 	// requests (a crashed write may find its log entry in a row that has since filled up).
 	pipelined bool
 }
 
-func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, sequential bool) *world {
+func newWorld(t suite.T, newStore testtables.Factory, inj *faults.Injector, sequential bool) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: testclock.New(time.Unix(1_700_000_000, 0))}
 	w.host.Sequential = sequential
 	// Every asynchronous start is delivered twice: redelivered after the first copy ran (or
@@ -251,11 +252,11 @@ func checkInvariants(t suite.T, what string, transfers []bank.Transfer, o outcom
 
 // everyPoint crashes a run once at each injection point of the clean run in turn.
 func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
-	clean := newWorld(t, newStore, crashkit.At(0), true).run(t, fixedTransfers)
+	clean := newWorld(t, newStore, faults.At(0), true).run(t, fixedTransfers)
 	checkInvariants(t, "clean run", fixedTransfers, clean)
 	t.Logf("clean run passes %d injection points; crashing at every %d", clean.points, stride)
 	for k := 1; k <= clean.points; k += stride {
-		w := newWorld(t, newStore, crashkit.At(k), true)
+		w := newWorld(t, newStore, faults.At(k), true)
 		got := w.run(t, fixedTransfers)
 		what := fmt.Sprintf("crash at point %d/%d (%v)", k, clean.points, got.crashes)
 		if len(got.crashes) != 1 {
@@ -281,8 +282,8 @@ func randomSchedules(t suite.T, newStore testtables.Factory, schedules int) {
 			from := rng.Intn(3)
 			transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(120)}
 		}
-		clean := newWorld(t, newStore, crashkit.At(0), true).run(t, transfers)
-		inj := crashkit.Random(seed, 0.02, 12)
+		clean := newWorld(t, newStore, faults.At(0), true).run(t, transfers)
+		inj := faults.Random(seed, 0.02, 12)
 		w := newWorld(t, newStore, inj, true)
 		got := w.run(t, transfers)
 		what := fmt.Sprintf("schedule with seed %d (rerun: SSFKIT_SEED=%d, %d crashes)", seed, seed, len(got.crashes))
@@ -290,7 +291,7 @@ func randomSchedules(t suite.T, newStore testtables.Factory, schedules int) {
 		checkInvariants(t, what, transfers, got)
 		w.collectAll(t, got, seed)
 
-		inj = crashkit.Random(seed, 0.03, 12)
+		inj = faults.Random(seed, 0.03, 12)
 		w = newWorld(t, newStore, inj, true)
 		w.pipelined = true
 		got = w.run(t, transfers)
@@ -310,7 +311,7 @@ func concurrentInvariants(t suite.T, newStore testtables.Factory) {
 		from := rng.Intn(3)
 		transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(60)}
 	}
-	inj := crashkit.Random(seed, 0.01, 20)
+	inj := faults.Random(seed, 0.01, 20)
 	w := newWorld(t, newStore, inj, false)
 	got := w.run(t, transfers)
 	checkInvariants(t, fmt.Sprintf("concurrent run with seed %d (rerun: SSFKIT_SEED=%d)", seed, seed), transfers, got)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
+	"github.com/ssfkit/ssfkit/internal/faults"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/internal/testtables"
@@ -201,13 +202,13 @@ const opening = 100
 type world struct {
 	host  *local.Host
 	rts   map[string]*ssf.Runtime
-	inj   *crashkit.Injector
+	inj   *faults.Injector
 	clock *testclock.Manual // nil: the system clock
 }
 
 // newWorld opens the accounts on fresh tables. With a manual clock it runs sequentially and
 // relaunches at once; otherwise unfinished executions are relaunched after opts.RelaunchDelay.
-func newWorld(t suite.T, newStore testtables.Factory, inj *crashkit.Injector, clock *testclock.Manual, opts Options) *world {
+func newWorld(t suite.T, newStore testtables.Factory, inj *faults.Injector, clock *testclock.Manual, opts Options) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: clock}
 	w.host.Sequential = clock != nil
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -379,7 +380,7 @@ func randomTransfers(seed int64, n int) []transfer {
 // including in commit and abort propagation, while the intent collectors run.
 func concurrentTransfers(t suite.T, newStore testtables.Factory, opts Options) {
 	seed := crashkit.Seed(t)
-	inj := crashkit.Random(seed, 0.004, opts.Crashes)
+	inj := faults.Random(seed, 0.004, opts.Crashes)
 	w := newWorld(t, newStore, inj, nil, opts)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -438,7 +439,7 @@ var fixed = []transfer{{"a", "b", 30}, {"b", "c", 500}, {"c", "a", 10}}
 // everyPoint crashes a sequential run once at each injection point of a clean run, including
 // between flushing one item and the next, and between notifying one participant and the next.
 func everyPoint(t suite.T, newStore testtables.Factory, opts Options) {
-	run := func(inj *crashkit.Injector) (map[string]outcome, map[string]map[string][]byte, *world) {
+	run := func(inj *faults.Injector) (map[string]outcome, map[string]map[string][]byte, *world) {
 		w := newWorld(t, newStore, inj, testclock.New(time.Unix(1_700_000_000, 0)), opts)
 		inj.Enable(true)
 		for i, tr := range fixed {
@@ -448,7 +449,7 @@ func everyPoint(t suite.T, newStore testtables.Factory, opts Options) {
 		inj.Enable(false)
 		return w.results(t, len(fixed)), w.state(t), w
 	}
-	count := crashkit.At(0)
+	count := faults.At(0)
 	cleanOut, cleanState, w := run(count)
 	w.check(t, "clean run", cleanOut)
 	if !cleanOut[transferID(0)].Committed || cleanOut[transferID(1)].Committed {
@@ -456,7 +457,7 @@ func everyPoint(t suite.T, newStore testtables.Factory, opts Options) {
 	}
 	t.Logf("clean run passes %d injection points; crashing at every %d", count.Points(), opts.Stride)
 	for k := 1; k <= count.Points(); k += opts.Stride {
-		inj := crashkit.At(k)
+		inj := faults.At(k)
 		out, state, w := run(inj)
 		what := fmt.Sprintf("crash at point %d/%d (%v)", k, count.Points(), inj.Crashes())
 		if !reflect.DeepEqual(out, cleanOut) {

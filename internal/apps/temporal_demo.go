@@ -1,8 +1,9 @@
-package main
+package apps
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,21 +19,24 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/ssfkit/ssfkit/examples/travel"
 	"github.com/ssfkit/ssfkit/internal/childproc"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal/devserver"
 )
 
-const temporalDemoSynopsis = `Runs the travel reservation app as Temporal workflows: an embedded Temporal
+// TemporalDemoSynopsis is what `ssfkit demo temporal -h` says the demo does.
+const TemporalDemoSynopsis = `Runs the travel reservation app as Temporal workflows: an embedded Temporal
 server in this process, the SSFs and workflows in a separate 'ssfkit worker'
 process on an SQLite store. While reservations run, the demo kills the worker
 process with SIGKILL several times, in the middle of activities, and starts a
 new one each time. Then it checks: every workflow completed, no room or seat
 was booked twice or beyond capacity, and every hotel booking has its flight.`
 
-// temporalDemo is one run of `ssfkit demo temporal`.
-type temporalDemo struct {
+// TemporalDemo is one run of `ssfkit demo temporal`. Its worker processes are this binary's
+// `worker` command (os.Executable), so only the ssfkit command can run it.
+type TemporalDemo struct {
 	reservations, concurrency, kills int
 	killEvery                        time.Duration
 	capacity                         int64
@@ -44,9 +48,8 @@ type temporalDemo struct {
 	start                            time.Time
 }
 
-func runTemporalDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	d := &temporalDemo{out: stdout}
-	fs := newFlagSet("demo temporal", temporalDemoSynopsis, stderr)
+// Flags registers the demo's flags on fs.
+func (d *TemporalDemo) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&d.reservations, "reservations", 60, "reservation workflows to run")
 	fs.IntVar(&d.concurrency, "concurrency", 10, "workflows in flight at once")
 	fs.IntVar(&d.kills, "kills", 5, "times to SIGKILL the worker process")
@@ -55,23 +58,26 @@ func runTemporalDemo(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.Uint64Var(&d.seed, "seed", 20201104, "seed of the data, the reservations and the kill times")
 	fs.StringVar(&d.storeDir, "store-dir", "", "keep the SQLite database and the worker logs in `DIR` (default: a temporary directory, removed at exit)")
 	fs.StringVar(&d.recordDir, "record", "", "write the history of one workflow per kind of outcome (booked, each refusal, retried after a kill) as JSON into `DIR`, for replay tests")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	switch {
-	case d.reservations < 1 || d.concurrency < 1 || d.kills < 0 || d.capacity < 1:
-		return &cliUsageError{err: errors.New("demo temporal: --reservations, --concurrency and --capacity must be positive, --kills not negative")}
-	case d.killEvery <= 0:
-		return &cliUsageError{err: errors.New("demo temporal: --kill-every must be positive")}
-	}
-	return d.run(ctx)
 }
 
-func (d *temporalDemo) printf(format string, args ...any) {
+// Validate checks the flags once parsed.
+func (d *TemporalDemo) Validate() error {
+	switch {
+	case d.reservations < 1 || d.concurrency < 1 || d.kills < 0 || d.capacity < 1:
+		return errors.New("demo temporal: --reservations, --concurrency and --capacity must be positive, --kills not negative")
+	case d.killEvery <= 0:
+		return errors.New("demo temporal: --kill-every must be positive")
+	}
+	return nil
+}
+
+func (d *TemporalDemo) printf(format string, args ...any) {
 	fmt.Fprintf(d.out, "%5.1fs  "+format+"\n", append([]any{time.Since(d.start).Seconds()}, args...)...)
 }
 
-func (d *temporalDemo) run(ctx context.Context) error {
+// Run runs the demo, printing to out; it fails if an invariant does not hold.
+func (d *TemporalDemo) Run(ctx context.Context, out io.Writer) error {
+	d.out = out
 	d.start = time.Now()
 	dir := d.storeDir
 	if dir == "" {
@@ -98,15 +104,16 @@ func (d *temporalDemo) run(ctx context.Context) error {
 	}
 	defer srv.Stop()
 	d.printf("embedded Temporal server on %s", srv.Addr())
-	tf := temporalFlags{address: srv.Addr(), namespace: srv.Namespace(), taskQueue: "travel-demo"}
-	c, err := tf.dial(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	const taskQueue = "travel-demo"
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Addr(), Namespace: srv.Namespace(),
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	if err != nil {
-		return err
+		return fmt.Errorf("demo temporal: connecting to the embedded Temporal server: %w", err)
 	}
 	defer c.Close()
 
 	workers := &workerProcesses{args: []string{"worker", "--app", "travel", "--load=false", "--store", base,
-		"--temporal", tf.address, "--namespace", tf.namespace, "--task-queue", tf.taskQueue,
+		"--temporal", srv.Addr(), "--namespace", srv.Namespace(), "--task-queue", taskQueue,
 		"--sticky-timeout", "1s", "--ic-every", "500ms", "--gc-every", "0"}, logDir: dir}
 	if err := workers.start(); err != nil {
 		return err
@@ -114,7 +121,7 @@ func (d *temporalDemo) run(ctx context.Context) error {
 	defer workers.stop()
 	d.printf("worker process %d started", workers.pid())
 
-	results := d.submit(ctx, c, tf.taskQueue, travel.NewWorkload(data, d.seed))
+	results := d.submit(ctx, c, taskQueue, travel.NewWorkload(data, d.seed))
 	rng := rand.New(rand.NewPCG(d.seed, 1))
 	for k := 1; k <= d.kills; k++ {
 		// Kill a worker that is at work: once it has finished a reservation, at a random moment.
@@ -155,22 +162,22 @@ func (d *temporalDemo) run(ctx context.Context) error {
 }
 
 // openTravel opens the travel SSFs on the demo's store in this process, with dev's timing.
-func openTravel(ctx context.Context, base string) (*hostedApp, error) {
-	tableURL, err := tablePerSSF(base)
+func openTravel(ctx context.Context, base string) (*Hosted, error) {
+	tableURL, err := TablePerSSF(base)
 	if err != nil {
 		return nil, err
 	}
-	return openApp(ctx, travel.Handlers(), tableURL, devConfig())
+	return Open(ctx, travel.Handlers(), tableURL, DevConfig())
 }
 
 // load writes the demo's data to the store before any worker runs.
-func (d *temporalDemo) load(ctx context.Context, base string, data travel.Data) error {
+func (d *TemporalDemo) load(ctx context.Context, base string, data travel.Data) error {
 	app, err := openTravel(ctx, base)
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-	return loadTravel(ctx, app.host, data)
+	return loadTravel(ctx, app.Host, data)
 }
 
 // demoResults collects the workflows' outcomes as they finish.
@@ -238,7 +245,7 @@ func (r *demoResults) wait() (map[string]travel.Confirmation, []error) {
 }
 
 // submit starts the reservation workflows, at most d.concurrency at a time, in the background.
-func (d *temporalDemo) submit(ctx context.Context, c client.Client, taskQueue string, w *travel.Workload) *demoResults {
+func (d *TemporalDemo) submit(ctx context.Context, c client.Client, taskQueue string, w *travel.Workload) *demoResults {
 	r := &demoResults{outcomes: map[string]travel.Confirmation{}, settled: map[string]bool{}}
 	slots := make(chan struct{}, d.concurrency)
 	for i := range d.reservations {
@@ -272,7 +279,7 @@ func (d *temporalDemo) submit(ctx context.Context, c client.Client, taskQueue st
 // histories reads every workflow's history and counts the activity attempts after the first:
 // the activities a killed worker was running, retried by Temporal on the next worker. With
 // --record it writes one history per kind of outcome.
-func (d *temporalDemo) histories(ctx context.Context, c client.Client, results *demoResults) (retried int, err error) {
+func (d *TemporalDemo) histories(ctx context.Context, c client.Client, results *demoResults) (retried int, err error) {
 	recorded := map[string]bool{}
 	for _, id := range results.ids {
 		h := &historypb.History{}
@@ -314,13 +321,13 @@ func (d *temporalDemo) histories(ctx context.Context, c client.Client, results *
 }
 
 // check reads the final state and checks the invariants; an error if any fails.
-func (d *temporalDemo) check(ctx context.Context, base string, confirmations map[string]travel.Confirmation, failures []error, retried int) error {
+func (d *TemporalDemo) check(ctx context.Context, base string, confirmations map[string]travel.Confirmation, failures []error, retried int) error {
 	app, err := openTravel(ctx, base)
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-	items, err := travel.Snapshot(ctx, app.runtimes)
+	items, err := travel.Snapshot(ctx, app.Runtimes)
 	if err != nil {
 		return err
 	}
@@ -332,7 +339,7 @@ func (d *temporalDemo) check(ctx context.Context, base string, confirmations map
 		}
 	}
 	var locks []error
-	for name, rt := range app.runtimes {
+	for name, rt := range app.Runtimes {
 		held, err := rt.Locks(ctx)
 		if err != nil {
 			return err

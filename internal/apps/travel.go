@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"context"
@@ -18,26 +18,24 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// The data `ssfkit dev --app travel` loads: fixed, so that restarting dev on the same store
-// finds it already loaded.
-const (
-	travelDevSeed     = 20201104
-	travelDevCapacity = 10
-)
+// TravelDevData is the data `ssfkit dev --app travel` loads: fixed, so that restarting dev on
+// the same store finds it already loaded.
+func TravelDevData() travel.Data { return travel.Generate(20201104, 10) }
 
-var travelExample = example{
-	name:     "travel",
-	title:    "the travel reservation example",
-	handlers: travel.Handlers,
-	entry:    travel.Frontend,
-	load: func(ctx context.Context, h *local.Host) error {
-		return loadTravel(ctx, h, travel.Generate(travelDevSeed, travelDevCapacity))
+var travelApp = App{
+	Name:     "travel",
+	Title:    "the travel reservation example",
+	Handlers: travel.Handlers,
+	Entry:    travel.Frontend,
+	demo:     func() workload { return &travelDemo{} },
+	Load: func(ctx context.Context, h *local.Host) error {
+		return loadTravel(ctx, h, TravelDevData())
 	},
-	workflows: func(r worker.WorkflowRegistry) {
+	Workflows: func(r worker.WorkflowRegistry) {
 		r.RegisterWorkflowWithOptions(travel.ReserveWorkflow, workflow.RegisterOptions{Name: travel.ReserveWorkflowName})
 	},
-	try: func(base string) string {
-		u := travel.Generate(travelDevSeed, travelDevCapacity).Users[7]
+	Try: func(base string) string {
+		u := TravelDevData().Users[7]
 		return fmt.Sprintf(`  curl -s %[1]s/v1/ssf/frontend \
     -H 'Idempotency-Key: search-1' \
     -d '{"op":"search","lat":37.7749,"lon":-122.4194,"max_price":200}'
@@ -105,7 +103,6 @@ func (t *travelDemo) validate() error {
 
 func (t *travelDemo) info() demoInfo {
 	return demoInfo{
-		example: travelExample,
 		synopsis: `Runs the travel reservation example (Beldi's: ten SSFs, a reservation books a
 hotel room and a flight seat in one transaction) on the embedded SQLite store
 while killing executions at random points, with the intent and garbage
@@ -157,7 +154,7 @@ func (t *travelDemo) snapshot(ctx context.Context, runtimes map[string]*ssf.Runt
 
 // outcomes decodes the results: confirmations of reservations by reservation id, how many
 // other requests were answered, and the requests that failed.
-func (t *travelDemo) outcomes(d *demo) (confirmations map[string]travel.Confirmation, answered int, failures []error) {
+func (t *travelDemo) outcomes(d *Demo) (confirmations map[string]travel.Confirmation, answered int, failures []error) {
 	results := d.finishedResults()
 	confirmations = map[string]travel.Confirmation{}
 	for _, id := range d.ids {
@@ -181,7 +178,7 @@ func (t *travelDemo) outcomes(d *demo) (confirmations map[string]travel.Confirma
 	return confirmations, answered, failures
 }
 
-func (t *travelDemo) summary(d *demo) {
+func (t *travelDemo) summary(d *Demo) {
 	confirmations, answered, _ := t.outcomes(d)
 	booked, retries, maxRetries := 0, 0, 0
 	refused := map[string]int{}
@@ -204,7 +201,7 @@ func (t *travelDemo) summary(d *demo) {
 }
 
 // report prints how full the hotels and flights are.
-func (t *travelDemo) report(d *demo, it appState) {
+func (t *travelDemo) report(d *Demo, it appState) {
 	d.printf("\nBookings\n")
 	for _, side := range []struct{ ssf, table, units, plural string }{
 		{travel.Hotel, "rooms", "rooms", "hotels"}, {travel.Flight, "seats", "seats", "flights"},
@@ -227,7 +224,7 @@ func (t *travelDemo) report(d *demo, it appState) {
 	}
 }
 
-func (t *travelDemo) invariants(ctx context.Context, d *demo, after appState) {
+func (t *travelDemo) invariants(ctx context.Context, d *Demo, after appState) {
 	confirmations, _, failures := t.outcomes(d)
 	r := travel.Check(after, confirmations)
 	d.check("capacity never exceeded", r.Capacity, "no hotel or flight overbooked or double-booked")
@@ -235,8 +232,8 @@ func (t *travelDemo) invariants(ctx context.Context, d *demo, after appState) {
 	d.check("outcomes agree with the bookings", append(failures, r.Outcomes...),
 		fmt.Sprintf("%d confirmations, %d order records", len(confirmations), r.Orders))
 	var held []error
-	for _, name := range slices.Sorted(maps.Keys(d.hosted.runtimes)) {
-		locks, err := d.hosted.runtimes[name].Locks(ctx)
+	for _, name := range slices.Sorted(maps.Keys(d.hosted.Runtimes)) {
+		locks, err := d.hosted.Runtimes[name].Locks(ctx)
 		if err != nil {
 			held = append(held, fmt.Errorf("%s: reading its locks: %v", name, err))
 		}
@@ -244,5 +241,5 @@ func (t *travelDemo) invariants(ctx context.Context, d *demo, after appState) {
 			held = append(held, fmt.Errorf("%s: %s is locked by %s", name, item, locks[item]))
 		}
 	}
-	d.check("no lock left held", held, fmt.Sprintf("no item of the %d SSFs is locked", len(d.hosted.runtimes)))
+	d.check("no lock left held", held, fmt.Sprintf("no item of the %d SSFs is locked", len(d.hosted.Runtimes)))
 }

@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"context"
@@ -17,12 +17,13 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-var bankExample = example{
-	name:     "bank",
-	title:    "the bank example",
-	handlers: bank.Handlers,
-	entry:    bank.Teller,
-	try: func(base string) string {
+var bankApp = App{
+	Name:     "bank",
+	Title:    "the bank example",
+	Handlers: bank.Handlers,
+	Entry:    bank.Teller,
+	demo:     func() workload { return &bankDemo{} },
+	Try: func(base string) string {
 		return fmt.Sprintf(`  curl -s %[1]s/v1/ssf/accounts \
     -H 'Idempotency-Key: open-alice' \
     -d '{"op":"open","account":"alice","amount":100}'
@@ -101,7 +102,6 @@ func (b *bankDemo) validate() error {
 
 func (b *bankDemo) info() demoInfo {
 	return demoInfo{
-		example: bankExample,
 		synopsis: `Runs the bank example (SSFs teller, accounts, audit) on the embedded SQLite
 store while killing executions at random points, with the intent and garbage
 collectors running on timers, then checks that every transfer was applied
@@ -216,7 +216,7 @@ func (b *bankDemo) snapshot(ctx context.Context, runtimes map[string]*ssf.Runtim
 
 // receipts decodes the transfers' results; failures are transfers that did not end in a
 // receipt, which the bank's transfers never should: it refuses with a receipt.
-func (b *bankDemo) receipts(d *demo) (map[string]bank.Receipt, []error) {
+func (b *bankDemo) receipts(d *Demo) (map[string]bank.Receipt, []error) {
 	results := d.finishedResults()
 	out := map[string]bank.Receipt{}
 	var failures []error
@@ -254,7 +254,7 @@ func refusal(reason string) string {
 	return "other"
 }
 
-func (b *bankDemo) summary(d *demo) {
+func (b *bankDemo) summary(d *Demo) {
 	receipts, _ := b.receipts(d)
 	applied, refunded := 0, 0
 	refused := map[string]int{}
@@ -286,7 +286,7 @@ func amount(x *big.Int) string {
 }
 
 // report prints the balances.
-func (b *bankDemo) report(d *demo, it appState) {
+func (b *bankDemo) report(d *Demo, it appState) {
 	d.printf("\nBalances (max: the int64 limit, %d)\n  %-10s %10s %10s %8s\n", int64(math.MaxInt64), "account", "opening", "final", "change")
 	opening := b.opening()
 	opened, total := new(big.Int), new(big.Int)
@@ -327,7 +327,7 @@ func suspense(it appState) *big.Int {
 	return sum
 }
 
-func (b *bankDemo) invariants(_ context.Context, d *demo, after appState) {
+func (b *bankDemo) invariants(_ context.Context, d *Demo, after appState) {
 	opening := b.opening()
 	opened, sum := new(big.Int), suspense(after)
 	var money []error
@@ -372,7 +372,7 @@ func (b *bankDemo) invariants(_ context.Context, d *demo, after appState) {
 // checkRefused checks that every transfer of a kind was refused before any money moved, for
 // the expected reason, and, for a missing account, that it was not created on the way. (That
 // the balances show no trace of these transfers is the exactly-once check's.)
-func (b *bankDemo) checkRefused(d *demo, receipts map[string]bank.Receipt, after appState, name, kind, reason string) {
+func (b *bankDemo) checkRefused(d *Demo, receipts map[string]bank.Receipt, after appState, name, kind, reason string) {
 	var problems []error
 	n := 0
 	for _, id := range d.ids {
@@ -404,7 +404,7 @@ func (b *bankDemo) checkRefused(d *demo, receipts map[string]bank.Receipt, after
 // checkOverflows checks the transfers into the vault: each applied, refused (for insufficient
 // funds, or because the vault's balance would overflow), or, if another deposit took the room
 // after the teller's check, refunded. And no balance wrapped around to a negative one.
-func (b *bankDemo) checkOverflows(d *demo, receipts map[string]bank.Receipt, after appState) {
+func (b *bankDemo) checkOverflows(d *Demo, receipts map[string]bank.Receipt, after appState) {
 	var problems []error
 	refused, refunded, held := 0, 0, 0
 	for _, id := range d.ids {
@@ -441,7 +441,7 @@ func (b *bankDemo) checkOverflows(d *demo, receipts map[string]bank.Receipt, aft
 // checkOpenings checks that the bad openings were refused, for the expected reason, and
 // changed nothing: the missing account has no balance (checkRefused), and the account opened
 // twice kept its first opening (the exactly-once check compares it with the receipts).
-func (b *bankDemo) checkOpenings(d *demo, after appState) {
+func (b *bankDemo) checkOpenings(d *Demo, after appState) {
 	var problems []error
 	var what []string
 	for _, o := range b.openings {

@@ -1,4 +1,4 @@
-package main
+package apps
 
 import (
 	"bytes"
@@ -22,15 +22,15 @@ var fastTiming = demoTiming{
 
 // runDemoTest runs a small demo of app with crashes, and checks that its output reports every
 // invariant as passing and fits 80 columns.
-func runDemoTest(t *testing.T, app demoApp, invariants ...string) *demo {
+func runDemoTest(t *testing.T, app App, work workload, invariants ...string) *Demo {
 	var out bytes.Buffer
-	d := &demo{out: &out, app: app, cmd: "ssfkit demo", opt: demoOptions{
+	d := &Demo{app: app, work: work, opt: demoOptions{
 		concurrency: 4, crashRate: 0.05, seed: 7, storeDir: t.TempDir(), timing: fastTiming,
 	}}
-	if err := d.run(context.Background()); err != nil {
+	if err := d.Run(context.Background(), "ssfkit demo", &out); err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
 	}
-	if d.inj.snapshot().Total == 0 {
+	if d.inj.Stats().Total == 0 {
 		t.Fatalf("no crashes were injected at rate 0.05:\n%s", out.String())
 	}
 	for _, want := range append(invariants,
@@ -55,7 +55,7 @@ func runDemoTest(t *testing.T, app demoApp, invariants ...string) *demo {
 
 func TestDemoEndToEnd(t *testing.T) {
 	app := &bankDemo{transfers: 30, numAccounts: 3}
-	d := runDemoTest(t, app,
+	d := runDemoTest(t, bankApp, app,
 		"PASS  money conserved",
 		"PASS  every transfer applied exactly once",
 		"PASS  audit ledger complete",
@@ -89,7 +89,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 func TestTravelDemoEndToEnd(t *testing.T) {
 	app := &travelDemo{reservations: 40, browse: 10, capacity: 2}
-	d := runDemoTest(t, app,
+	d := runDemoTest(t, travelApp, app,
 		"PASS  capacity never exceeded",
 		"PASS  hotel booked iff flight booked",
 		"PASS  outcomes agree with the bookings",
@@ -107,7 +107,7 @@ func TestDemoRefusesUsedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err := (&demo{out: &out, app: &bankDemo{transfers: 1, numAccounts: 2}, opt: demoOptions{concurrency: 1, storeDir: dir, timing: fastTiming}}).run(context.Background())
+	err := (&Demo{app: bankApp, work: &bankDemo{transfers: 1, numAccounts: 2}, opt: demoOptions{concurrency: 1, storeDir: dir, timing: fastTiming}}).Run(context.Background(), "ssfkit demo", &out)
 	if err == nil || !strings.Contains(err.Error(), "exists from an earlier run") {
 		t.Fatalf("got %v, want a refusal to reuse %s", err, dir)
 	}
