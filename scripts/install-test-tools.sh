@@ -6,6 +6,8 @@
 # else from the registry, on first use (internal/tftest). The Google and AzureRM providers,
 # which no mirror here holds and whose registry is unreachable, are built from the Go module
 # proxy into the project's own mirror, .ssfkit/tf-mirror, once per machine.
+# Apache ZooKeeper (server and client jars, from Maven Central with mvn) and kazoo (PyPI), the
+# reference server and the real clients the coordination service is tested with.
 # The Firestore emulator comes with the Google Cloud CLI, which no registry serves: its absence
 # is reported here and fails the tests that need it.
 set -euo pipefail
@@ -14,6 +16,8 @@ tools=.ssfkit/tools
 MOTO_VERSION=5.2.1
 AZURITE_VERSION=3.37.0
 TERRAFORM_VERSION=1.11.4
+ZOOKEEPER_VERSION=3.9.5 # internal/testservers.ZooKeeperVersion
+KAZOO_VERSION=2.10.0
 # Terraform's go.mod replaces its internal sub-modules with local paths, which `go install`
 # refuses; a wrapper module requiring them at this commit's pseudo-version builds it.
 TERRAFORM_SUBMODULES_VERSION=v0.0.0-20250409131005-35645b8fca68
@@ -31,6 +35,41 @@ if ! command -v azurite-table >/dev/null 2>&1 && [ ! -x "$tools/node_modules/.bi
   echo "installing azurite@$AZURITE_VERSION into $tools"
   mkdir -p "$tools"
   npm install --no-audit --no-fund --loglevel=error --prefix "$tools" "azurite@$AZURITE_VERSION"
+fi
+
+zookeeper=$tools/zookeeper
+if [ ! -f "$zookeeper/lib/zookeeper-$ZOOKEEPER_VERSION.jar" ]; then
+  command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1 ||
+    { echo "mvn and java are needed to install Apache ZooKeeper (Debian: apt-get install maven default-jdk-headless)" >&2; exit 1; }
+  echo "installing Apache ZooKeeper $ZOOKEEPER_VERSION from Maven Central into $zookeeper/lib"
+  pom=$(mktemp -d)
+  # The server's metrics, logging, compression and command-line parsing are "provided" in its
+  # POM: the distribution ships them, so they are named here.
+  cat >"$pom/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.ssfkit</groupId><artifactId>zookeeper-tools</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.zookeeper</groupId><artifactId>zookeeper</artifactId><version>$ZOOKEEPER_VERSION</version></dependency>
+    <dependency><groupId>io.dropwizard.metrics</groupId><artifactId>metrics-core</artifactId><version>4.2.40</version></dependency>
+    <dependency><groupId>org.xerial.snappy</groupId><artifactId>snappy-java</artifactId><version>1.1.10.12</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-simple</artifactId><version>2.0.13</version></dependency>
+    <dependency><groupId>commons-cli</groupId><artifactId>commons-cli</artifactId><version>1.5.0</version></dependency>
+  </dependencies>
+</project>
+POM
+  rm -rf "$zookeeper"
+  mkdir -p "$zookeeper"
+  lib=$(cd "$zookeeper" && pwd)/lib
+  (cd "$pom" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory="$lib" -DincludeScope=runtime)
+  rm -rf "$pom"
+fi
+
+if [ ! -x "$tools/kazoo/bin/python" ] || ! "$tools/kazoo/bin/python" -c "import kazoo" 2>/dev/null; then
+  echo "installing kazoo==$KAZOO_VERSION into $tools/kazoo"
+  python3 -m venv "$tools/kazoo"
+  "$tools/kazoo/bin/pip" install --quiet "kazoo==$KAZOO_VERSION"
 fi
 
 if ! command -v gcloud >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then

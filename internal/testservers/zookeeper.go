@@ -1,0 +1,87 @@
+package testservers
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ZooKeeperVersion is the Apache ZooKeeper release the coordination service is held to; `make
+// tools` puts its jars and their dependencies from Maven Central into .ssfkit/tools/zookeeper.
+const ZooKeeperVersion = "3.9.5"
+
+const zooKeeperInstall = "run `make tools` (it fetches org.apache.zookeeper:zookeeper:" + ZooKeeperVersion +
+	" and its dependencies from Maven Central with mvn; Java 11 or later runs it)"
+
+// ZooKeeper is a real Apache ZooKeeper server, standalone, on 127.0.0.1 with its data in a
+// temporary directory and its admin server off; Addr returns its client HOST:PORT. Sessions
+// may time out after 400 ms (tickTime 200 ms), so expiry tests stay short.
+var ZooKeeper = &Server{Name: "Apache ZooKeeper " + ZooKeeperVersion, Start: startZooKeeper}
+
+// ZooKeeperClasspath is the Java class path of the ZooKeeper jars: the server, and the client
+// zkCli.sh runs (org.apache.zookeeper.ZooKeeperMain).
+func ZooKeeperClasspath() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	lib := filepath.Join(root, ".ssfkit", "tools", "zookeeper", "lib")
+	if _, err := os.Stat(filepath.Join(lib, "zookeeper-"+ZooKeeperVersion+".jar")); err != nil {
+		return "", fmt.Errorf("Apache ZooKeeper %s not found in %s: %s", ZooKeeperVersion, lib, zooKeeperInstall)
+	}
+	return filepath.Join(lib, "*"), nil
+}
+
+// Java returns the java launcher, or an error saying what needs it.
+func Java() (string, error) {
+	return Tool("java", "install a JDK 11 or later (Debian: apt-get install default-jre-headless)")
+}
+
+func startZooKeeper() (string, func(), error) {
+	cp, err := ZooKeeperClasspath()
+	if err != nil {
+		return "", nil, err
+	}
+	java, err := Java()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "ssfkit-zookeeper-")
+	if err != nil {
+		return "", nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		cfg := filepath.Join(dir, "zoo.cfg")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(
+			"tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\ndataDir=%s\nclientPortAddress=127.0.0.1\nclientPort=%d\nadmin.enableServer=false\n",
+			filepath.Join(dir, "data"), port)), 0o644); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		// The quick compiler and the serial collector: the tests share two cores with the JVM.
+		p, err := StartProcess(java, []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+			"-Dzookeeper.admin.enableServer=false", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+			"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg})
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		addr := HostPort(port)
+		err = p.WaitReady(60*time.Second, DialReady(addr))
+		if err == nil {
+			return addr, func() { p.Stop(); os.RemoveAll(dir) }, nil
+		}
+		// Another process can take the port between FreePort and the JVM's bind.
+		if attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+	}
+}
