@@ -1,7 +1,10 @@
 package testservers
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +77,7 @@ func startZooKeeper() (string, func(), error) {
 			return "", nil, err
 		}
 		addr := HostPort(port)
-		err = p.WaitReady(60*time.Second, DialReady(addr))
+		err = p.WaitReady(60*time.Second, zooKeeperServing(addr))
 		if err == nil {
 			return addr, func() { p.Stop(); os.RemoveAll(dir) }, nil
 		}
@@ -83,5 +86,32 @@ func startZooKeeper() (string, func(), error) {
 			os.RemoveAll(dir)
 			return "", nil, err
 		}
+	}
+}
+
+// zooKeeperServing succeeds once the server answers the "srvr" command as a serving standalone
+// server: it accepts connections before it serves, and closes sessions opened until then.
+func zooKeeperServing(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if deadline, ok := ctx.Deadline(); ok {
+			c.SetDeadline(deadline)
+		}
+		if _, err := c.Write([]byte("srvr")); err != nil {
+			return err
+		}
+		out, err := io.ReadAll(c)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(out), "Mode: standalone") {
+			return fmt.Errorf("not serving yet: %q", strings.TrimSpace(string(out)))
+		}
+		return nil
 	}
 }
