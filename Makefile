@@ -22,7 +22,7 @@ demo:
 ## (two at a time on two cores), so they overlap the many short ones instead of running last.
 SLOW_PACKAGES = ./tests/schedules ./tests/txtest ./tests/crashtest ./tests/terraform ./tests/lincheck ./tests/logtest ./cmd/ssfkit
 test: tools vet
-	$(GO) test -race -count=1 -timeout 15m $(SLOW_PACKAGES) ./tests/layout $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
+	$(GO) test -race -count=1 -timeout 15m $(SLOW_PACKAGES) ./tests/layout ./tests/zkcompat $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
 
 ## test-long: the default run, then the schedule explorer's long run: every schedule with up
 ## to two preemptions (the default run: one, plus 500 seeded random ones per scenario), and

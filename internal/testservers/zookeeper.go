@@ -115,3 +115,17 @@ func zooKeeperServing(addr string) func(context.Context) error {
 		return nil
 	}
 }
+
+// KazooPython is the Python interpreter that has kazoo, the Python ZooKeeper client whose
+// recipes the coordination service is tested with (`make tools` installs it).
+func KazooPython() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	py := filepath.Join(root, ".ssfkit", "tools", "kazoo", "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		return "", fmt.Errorf("kazoo's Python not found at %s: run `make tools` (pip install kazoo==2.10.0 into a venv)", py)
+	}
+	return py, nil
+}

@@ -3,6 +3,7 @@ package zkcompat
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -49,4 +50,22 @@ func TestHarnessIsDeterministicOnZooKeeper(t *testing.T) {
 			t.Log("\n" + a)
 		})
 	}
+}
+
+// runKazoo runs kazoo's recipes (testdata/kazoo_recipes.py) against server under a fresh root.
+func runKazoo(t *testing.T, server string) {
+	py, err := testservers.KazooPython()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, "testdata/kazoo_recipes.py", server, newRoot()).CombinedOutput()
+	t.Logf("kazoo against %s:\n%s", server, out)
+	if err != nil {
+		t.Fatalf("kazoo's recipes failed: %v", err)
+	}
+}
+
+// The recipes' script holds on the real server, so a failure against ssfkit is ssfkit's.
+func TestKazooRecipesOnZooKeeper(t *testing.T) {
+	runKazoo(t, testservers.ZooKeeper.Addr(t))
 }
