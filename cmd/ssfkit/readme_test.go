@@ -1,14 +1,18 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/internal/testservers"
 )
 
 // curlRequest is one `curl -s -H ... -d ... URL` command of the README or the dev banner.
@@ -150,5 +154,173 @@ func TestREADMEAndBannerRequestsWorkInOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// goSnippetDocs are the Markdown files whose Go snippets must be runnable examples.
+var goSnippetDocs = []string{"README.md", "docs/sagas.md"}
+
+// goSnippet is a ```go block of a Markdown file: its first line's number and its lines.
+type goSnippet struct {
+	line  int
+	lines []string
+}
+
+// goSnippets returns the Go blocks of a Markdown file.
+func goSnippets(t *testing.T, path string) []goSnippet {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []goSnippet
+	var cur *goSnippet
+	for i, line := range strings.Split(string(b), "\n") {
+		switch {
+		case cur == nil && strings.TrimSpace(line) == "```go":
+			cur = &goSnippet{line: i + 2}
+		case cur != nil && strings.TrimSpace(line) == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.lines = append(cur.lines, line)
+		}
+	}
+	if cur != nil {
+		t.Fatalf("%s: the go block at line %d is not closed", path, cur.line-1)
+	}
+	return out
+}
+
+// trimmed is text as lines without their indentation (or trailing blanks).
+func trimmed(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimSpace(l)
+	}
+	return out
+}
+
+// chunks splits a snippet's trimmed lines at elisions (a line "...") and drops blank lines at
+// the edges of each part.
+func chunks(lines []string) [][]string {
+	var out [][]string
+	var cur []string
+	flush := func() {
+		for len(cur) > 0 && cur[0] == "" {
+			cur = cur[1:]
+		}
+		for len(cur) > 0 && cur[len(cur)-1] == "" {
+			cur = cur[:len(cur)-1]
+		}
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur = nil
+	}
+	for _, l := range lines {
+		if l == "..." {
+			flush()
+			continue
+		}
+		cur = append(cur, l)
+	}
+	flush()
+	return out
+}
+
+// matchAt returns how many lines of chunk match file from line i on.
+func matchAt(file, chunk []string, i int) int {
+	n := 0
+	for n < len(chunk) && i+n < len(file) && file[i+n] == chunk[n] {
+		n++
+	}
+	return n
+}
+
+// findChunks reports whether the chunks appear in file in order, each as contiguous lines, and
+// if not, the first line of the snippet that the best partial match failed on.
+func findChunks(file []string, parts [][]string) (bool, string) {
+	from := 0
+	for _, c := range parts {
+		found, best, missing := -1, -1, c[0]
+		for i := from; i < len(file) && found < 0; i++ {
+			n := matchAt(file, c, i)
+			if n == len(c) {
+				found = i
+			} else if n > best {
+				best, missing = n, c[n]
+			}
+		}
+		if found < 0 {
+			return false, missing
+		}
+		from = found + len(c)
+	}
+	return true, ""
+}
+
+// Every Go snippet of the README (and of docs/sagas.md) is the code of a runnable example: its
+// lines appear, in order and contiguous, in one example_test.go file of the module, whose
+// output go test checks, so the snippets compile, run and say what they do. Indentation is
+// ignored (a snippet may be dedented), and a line "..." elides: the parts around it must
+// appear in order in the same file.
+func TestREADMEGoSnippetsAreExamples(t *testing.T) {
+	root, err := testservers.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := map[string][]string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.Name() != "example_test.go" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		examples[rel] = trimmed(strings.Split(string(b), "\n"))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(examples) < 5 {
+		t.Fatalf("found %d example_test.go files under %s: %v", len(examples), root, examples)
+	}
+	for _, doc := range goSnippetDocs {
+		snippets := goSnippets(t, filepath.Join(root, doc))
+		if len(snippets) == 0 {
+			t.Errorf("%s has no Go snippet: drop it from goSnippetDocs", doc)
+		}
+		for _, sn := range snippets {
+			parts := chunks(trimmed(sn.lines))
+			if len(parts) == 0 {
+				t.Errorf("%s:%d: an empty Go snippet", doc, sn.line)
+				continue
+			}
+			var where []string
+			var misses []string
+			for path, file := range examples {
+				if ok, missing := findChunks(file, parts); ok {
+					where = append(where, path)
+				} else if missing != parts[0][0] {
+					misses = append(misses, fmt.Sprintf("%s has the snippet's start, but not %q", path, missing))
+				}
+			}
+			if len(where) == 0 {
+				t.Errorf("%s:%d: the Go snippet starting %q is in no example_test.go (modulo indentation); make it a runnable example, or copy the example's code into %s. %s",
+					doc, sn.line, parts[0][0], doc, strings.Join(misses, "; "))
+				continue
+			}
+			t.Logf("%s:%d (%q) is in %s", doc, sn.line, parts[0][0], strings.Join(where, ", "))
+		}
 	}
 }

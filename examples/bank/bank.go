@@ -128,37 +128,35 @@ type LedgerEntry struct {
 	PayerBalance int64  `json:"payer_balance"`
 }
 
-// Handlers returns the application's SSF handlers by name.
+// Handlers returns the application's SSF handlers by name. Input that does not decode into an
+// SSF's input type (Transfer, AccountOp) is refused with an application error naming the type
+// (ssf.Typed).
 func Handlers() map[string]ssf.Handler {
-	return map[string]ssf.Handler{Teller: teller, Accounts: accounts, Audit: audit}
+	return map[string]ssf.Handler{Teller: ssf.Typed(teller), Accounts: ssf.Typed(accounts), Audit: ssf.Typed(audit)}
 }
 
-func teller(env *ssf.Env, input json.RawMessage) (any, error) {
-	var t Transfer
-	if err := json.Unmarshal(input, &t); err != nil {
-		return nil, fmt.Errorf("malformed transfer %s: %v", input, err)
-	}
+func teller(env *ssf.Env, t Transfer) (Receipt, error) {
 	at, err := env.Now()
 	if err != nil {
-		return nil, err
+		return Receipt{}, err
 	}
 	seq, _, err := casInt(env, "teller", "seq", increment)
 	if err != nil {
-		return nil, err
+		return Receipt{}, err
 	}
 	// The stamp is logged once; audit must see the same one, however often this re-runs.
 	if err := env.Write("stamps", env.InstanceID(), at.UnixNano()); err != nil {
-		return nil, err
+		return Receipt{}, err
 	}
 	receipt, err := move(env, t)
 	if err != nil {
-		return nil, err
+		return Receipt{}, err
 	}
 	receipt.Seq = seq
 	entry := LedgerEntry{Transfer: env.InstanceID(), From: t.From, To: t.To, Amount: t.Amount,
 		Applied: receipt.Applied, Reason: receipt.Reason, Refund: receipt.Refund}
-	if err := env.AsyncInvoke(Audit, map[string]any{"entry": entry, "stamp": at.UnixNano()}); err != nil {
-		return nil, err
+	if err := env.AsyncInvoke(Audit, auditRecord{Entry: entry, Stamp: at.UnixNano()}); err != nil {
+		return Receipt{}, err
 	}
 	return receipt, nil
 }
@@ -259,11 +257,8 @@ func overflow(name string, balance, amount int64) string {
 // fits reports whether balance + amount (amount > 0) is an int64.
 func fits(balance, amount int64) bool { return balance <= math.MaxInt64-amount }
 
-func accounts(env *ssf.Env, input json.RawMessage) (any, error) {
-	var op AccountOp
-	if err := json.Unmarshal(input, &op); err != nil {
-		return nil, fmt.Errorf("malformed account operation %s: %v", input, err)
-	}
+// accounts answers a bool, an int64, an AccountInfo or a string, by operation (see AccountOp).
+func accounts(env *ssf.Env, op AccountOp) (any, error) {
 	// Every refusal below is an error returned before the operation's write: the caller sees it
 	// as an application error, and knows nothing changed.
 	switch {
@@ -378,22 +373,20 @@ func casInt(env *ssf.Env, table, key string, next func(cur int64, found bool) (i
 	}
 }
 
-func audit(env *ssf.Env, input json.RawMessage) (any, error) {
-	var in struct {
-		Entry LedgerEntry `json:"entry"`
-		Stamp int64       `json:"stamp"`
-	}
-	if err := json.Unmarshal(input, &in); err != nil {
-		return nil, fmt.Errorf("malformed audit record %s: %v", input, err)
-	}
+// auditRecord is the audit SSF's input: a transfer's ledger entry and the teller's time stamp.
+type auditRecord struct {
+	Entry LedgerEntry `json:"entry"`
+	Stamp int64       `json:"stamp"`
+}
+
+// audit records an entry in the ledger; it answers nothing.
+func audit(env *ssf.Env, in auditRecord) (any, error) {
 	if in.Entry.From != "" { // a transfer refused for naming no payer has no balance to show
-		out, err := env.SyncInvoke(Accounts, AccountOp{Op: "balance", Account: in.Entry.From})
+		bal, err := ssf.Call[int64](env, Accounts, AccountOp{Op: "balance", Account: in.Entry.From})
 		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(out, &in.Entry.PayerBalance); err != nil {
-			return nil, err
-		}
+		in.Entry.PayerBalance = bal
 	}
 	if err := env.Write("ledger", in.Entry.Transfer, in.Entry); err != nil {
 		return nil, err

@@ -35,6 +35,10 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 }
 
+// ReplayedHeader marks an answer recorded before the request arrived (ssf.Result.Replayed): the
+// request ran nothing. The name is Stripe's.
+const ReplayedHeader = "Idempotent-Replayed"
+
 // HTTPHandler serves the host's SSFs over HTTP, the way a platform's front door would:
 //
 //	POST /v1/ssf/{name}                  invoke the SSF with the JSON body as input
@@ -52,10 +56,6 @@ type ErrorResponse struct {
 // accepted, since the intent collector will finish it; 503 if it failed before being accepted,
 // when the client should retry with the same key. Malformed requests get 400 and unknown SSFs
 // 404, with an ErrorResponse.
-// ReplayedHeader marks an answer recorded before the request arrived (ssf.Result.Replayed): the
-// request ran nothing. The name is Stripe's.
-const ReplayedHeader = "Idempotent-Replayed"
-
 func HTTPHandler(h *Host) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/ssf/{name}", func(w http.ResponseWriter, r *http.Request) { invokeHTTP(h, w, r) })
