@@ -140,18 +140,21 @@ var (
 	// of its request cannot run it. A new request needs a new instance id. (A collected instance
 	// that finished answers with its result.)
 	ErrInstanceCollected = errors.New("ssf: instance already finished and collected")
+	// The errors that come wrapped in ErrBadInput (ErrInputTooLarge, ErrLateStart,
+	// ErrTableOwned, ErrInputMismatch) have no "ssf:" prefix: they read "ssf: bad input: ...".
+
 	// ErrInputTooLarge: an input exceeds MaxInputBytes; it wraps ErrBadInput. Refused before
 	// anything is written, on every store alike.
-	ErrInputTooLarge = errors.New("ssf: input too large")
+	ErrInputTooLarge = errors.New("input too large")
 	// ErrLateStart: a start (Request.Sent) delivered more than T after it was sent; it wraps
 	// ErrBadInput, so queues dead-letter it with the reason. Nothing is lost: the intent
 	// collector launches every unfinished instance itself.
-	ErrLateStart = errors.New("ssf: start delivered later than T after it was sent")
+	ErrLateStart = errors.New("start delivered later than T after it was sent")
 	// ErrAbandoned begins the failed result of an instance whose holder (a Temporal workflow)
 	// closed without its result: it never takes effect after that.
 	ErrAbandoned = errors.New("ssf: instance abandoned by its holder")
 	// ErrTableOwned: the SSF's table belongs to another SSF (ClaimTable); it wraps ErrBadInput.
-	ErrTableOwned = errors.New("ssf: table owned by another SSF")
+	ErrTableOwned = errors.New("table owned by another SSF")
 	// ErrGaveUp begins the failed result of an instance the intent collector gave up on after
 	// Config.MaxAttempts launches (the result's Error names it and the last error).
 	ErrGaveUp = errors.New("ssf: instance given up")
@@ -162,7 +165,7 @@ var (
 	// ErrInputMismatch: a request names an instance (an idempotency key) that was created
 	// with a different input; it wraps ErrBadInput. Reusing a key for a new request is a
 	// client bug, and answering with the old result would hide it.
-	ErrInputMismatch = errors.New("ssf: instance id already used with a different input")
+	ErrInputMismatch = errors.New("instance id already used with a different input")
 	// ErrCrashed is what fault injectors return to simulate a crash at a point.
 	ErrCrashed = errors.New("ssf: crash injected")
 )

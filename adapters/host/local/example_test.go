@@ -101,7 +101,7 @@ func ExampleHTTPHandler() {
 	// > POST /v1/ssf/counter Idempotency-Key: add-1 3
 	// < 409 Conflict
 	// {
-	//   "error": "ssf: bad input: ssf: instance id already used with a different input: SSF counter: instance add-1 was created with another input; a new request needs a new instance id (idempotency key)"
+	//   "error": "ssf: bad input: instance id already used with a different input: SSF counter: instance add-1 was created with another input; a new request needs a new instance id (idempotency key)"
 	// }
 	// > GET /v1/ssf/counter/instances/add-2
 	// < 200 OK
