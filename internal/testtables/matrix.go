@@ -89,6 +89,22 @@ var Backends = []Backend{
 		Lincheck: LincheckOptions{Lifetime: 500 * time.Millisecond, Duration: 5 * time.Second},
 		Tx:       emulatedTx(36),
 	},
+	{
+		Name: "firestore", Scheme: "firestore", Server: testservers.Firestore.Name,
+		Tables: func(suite.T) Factory { return Firestore },
+		// The emulator takes milliseconds per request, most for queries, whose cost grows with
+		// the collection: every 135th point (the first with a garbage-collection pass) and one
+		// random schedule keep the crash suite under a minute on a loaded machine.
+		Crash: CrashOptions{Stride: 135, Schedules: 1},
+		// A one-second lifetime keeps executions from being fenced off while they wait. The
+		// garbage collector deletes a row only after two two-second bounds (an instance becomes
+		// recyclable, its row dangles) and several passes that each scan every DAAL; a
+		// twenty-second run leaves it time to delete some even on a loaded machine (fifteen
+		// seconds deleted as few as 5 rows).
+		Lincheck: LincheckOptions{Lifetime: time.Second, Duration: 20 * time.Second},
+		Tx:       emulatedTx(127),
+		Log:      emulatedLog,
+	},
 }
 
 // Backend is one row of the store matrix.
