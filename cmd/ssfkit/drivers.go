@@ -1,7 +1,8 @@
 package main
 
 // Every driver is linked in, so any URL works with every command (dev, bench, conformance);
-// TestEveryDriverIsLinkedIn keeps this list whole.
+// TestEveryDriverIsLinkedIn and TestEveryBackendIsLinkedIn keep this list whole: every driver
+// package, and every backend of the test matrices (internal/testtables, adapters/queue/queuetest).
 import (
 	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/logqueue"

@@ -1,5 +1,6 @@
-// Package testtables opens fresh, empty tables on each backend the default test run covers, so
-// that every suite runs on every store the same way.
+// Package testtables opens fresh, empty tables on each backend the default test run covers, and
+// lists those backends in one matrix (Backends, matrix.go) that every runtime suite loops over,
+// with each suite's sizes per backend, so that every suite runs on every store the same way.
 package testtables
 
 import (
@@ -61,5 +62,5 @@ func Postgres(t suite.T, ssf string) *store.Table {
 }
 
 // Factory returns a fresh, empty table for the named SSF; the runtime suites take one per
-// backend.
+// backend (Backend.Tables).
 type Factory func(t suite.T, ssfName string) *store.Table

@@ -7,7 +7,13 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog/logtest"
 )
 
-// The suite on the in-memory store and SQLite; tests/logtest runs it on the cloud stores.
-func TestMem(t *testing.T) { logtest.Run(t, testtables.Mem, logtest.Options{}) }
-
-func TestSQLite(t *testing.T) { logtest.Run(t, testtables.SQLite(t), logtest.Options{}) }
+// The suite on the stores of the matrix embedded in the test (testtables.Backends without a
+// server: the in-memory store and SQLite); tests/logtest runs it on the others.
+func TestSharedLog(t *testing.T) {
+	for _, b := range testtables.Backends {
+		if b.Server != "" {
+			continue
+		}
+		t.Run(b.Name, func(t *testing.T) { logtest.Run(t, b.Tables(t), b.Log) })
+	}
+}

@@ -34,13 +34,9 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// Options tune the suite's cost for slower backends.
-type Options struct {
-	// Stride crashes at every Stride-th point in the systematic pass (1 = every point).
-	Stride int
-	// Schedules is the number of randomised multi-crash schedules.
-	Schedules int
-}
+// Options tune the suite's cost for slower backends: Stride and Schedules. The store matrix's
+// rows carry them (testtables.Backends).
+type Options = testtables.CrashOptions
 
 // Run runs the whole suite against tables from newStore.
 func Run(t suite.T, newStore testtables.Factory, opts Options) {

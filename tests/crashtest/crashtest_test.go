@@ -8,20 +8,16 @@ import (
 
 func TestMain(m *testing.M) { testtables.Main(m) }
 
-// Backends served by another process (PostgreSQL and the emulators) run their tests in parallel,
-// after the in-process ones: most of their time is spent waiting on that process.
-
-func TestCrashInjectionMemStore(t *testing.T) {
-	Run(t, testtables.Mem, Options{Stride: 1, Schedules: 20})
-}
-
-// Every point on mem://; every fifth or sixth on the slower stores keeps the default run short.
-
-func TestCrashInjectionSQLite(t *testing.T) {
-	Run(t, testtables.SQLite(t), Options{Stride: 5, Schedules: 10})
-}
-
-func TestCrashInjectionPostgres(t *testing.T) {
-	t.Parallel()
-	Run(t, testtables.Postgres, Options{Stride: 6, Schedules: 5})
+// The suite on every store of the matrix, sized by its row (testtables.Backends). Backends served
+// by another process (PostgreSQL and the emulators) run in parallel, after the in-process ones:
+// most of their time is spent waiting on that process.
+func TestCrashInjection(t *testing.T) {
+	for _, b := range testtables.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			if b.Server != "" {
+				t.Parallel()
+			}
+			Run(t, b.Tables(t), b.Crash)
+		})
+	}
 }

@@ -10,19 +10,23 @@ import (
 
 func TestMain(m *testing.M) { testtables.Main(m) }
 
-func options(t *testing.T) Options {
-	return Options{Clients: 6, Duration: 2500 * time.Millisecond, Keys: 3, Seed: crashkit.Seed(t), MaxDelay: 300 * time.Microsecond, Crash: 0.01}
+// options are the suite's sizes on backend b: the defaults, with what its row changes.
+func options(t *testing.T, b testtables.Backend) Options {
+	o := Options{Clients: 6, Duration: 2500 * time.Millisecond, Keys: 3, Seed: crashkit.Seed(t), MaxDelay: 300 * time.Microsecond, Crash: 0.01}
+	c := b.Lincheck
+	if c.Clients > 0 {
+		o.Clients = c.Clients
+	}
+	if c.Duration > 0 {
+		o.Duration = c.Duration
+	}
+	o.Lifetime, o.RelaunchDelay = c.Lifetime, c.RelaunchDelay // zero: Run's defaults
+	return o
 }
 
-func TestLinearizableMemStore(t *testing.T) { Run(t, testtables.Mem, options(t)) }
-
-func TestLinearizableSQLite(t *testing.T) { Run(t, testtables.SQLite(t), options(t)) }
-
-// On PostgreSQL the runtime writes through store transactions, which hold row locks across the
-// injected delays: fewer instances finish per second, so the clients run longer to give the
-// garbage collector full rows to reclaim.
-func TestLinearizablePostgres(t *testing.T) {
-	o := options(t)
-	o.Duration = 4 * time.Second
-	Run(t, testtables.Postgres, o)
+// The suite on every store of the matrix (testtables.Backends), one store at a time.
+func TestLinearizable(t *testing.T) {
+	for _, b := range testtables.Backends {
+		t.Run(b.Name, func(t *testing.T) { Run(t, b.Tables(t), options(t, b)) })
+	}
 }

@@ -11,7 +11,8 @@ import (
 
 // The schedules of issue 14, each scripted by the boundaries it stops at, so that it means the
 // same interleaving on every store, and run on every store the default test run covers. Each
-// failed on the code before its fix (see docs/protocol.md).
+// failed on the code before its fix (see docs/protocol.md). The stores are the matrix's
+// (testtables.Backends).
 
 // at holds at the boundary of op (any op if "") on a partition with prefix, before or after.
 func at(op, prefix string, after bool) func(ssf.FaultPoint) bool {
@@ -70,29 +71,13 @@ var regressions = []regression{
 	}, false},
 }
 
-// regressionStores are the stores the schedules run on, with whether the runtime writes
-// through store transactions there.
-var regressionStores = []struct {
-	name        string
-	tables      func(t *testing.T) testtables.Factory
-	transaction bool
-}{
-	{"mem", func(*testing.T) testtables.Factory { return testtables.Mem }, false},
-	{"sqlite", func(t *testing.T) testtables.Factory { return testtables.SQLite(t) }, true},
-	{"postgres", func(*testing.T) testtables.Factory { return testtables.Postgres }, true},
-	{"dynamodb", func(*testing.T) testtables.Factory { return testtables.Dynamo }, false},
-	{"azure-tables", func(*testing.T) testtables.Factory { return testtables.AzureTables }, false},
-	{"bigtable", func(*testing.T) testtables.Factory { return testtables.Bigtable }, false},
-	{"firestore", func(*testing.T) testtables.Factory { return testtables.Firestore }, false},
-}
-
 func TestRegressionSchedulesOnEveryStore(t *testing.T) {
-	for _, st := range regressionStores {
-		t.Run(st.name, func(t *testing.T) {
-			factory := st.tables(t)
+	for _, st := range testtables.Backends {
+		t.Run(st.Name, func(t *testing.T) {
+			factory := st.Tables(t)
 			tables := func(name string) *store.Table { return factory(t, name) }
 			for _, r := range regressions {
-				if r.noTx && st.transaction {
+				if r.noTx && st.Transactions {
 					continue
 				}
 				t.Run(r.name, func(t *testing.T) {

@@ -27,32 +27,13 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// Options size the suite to a backend. The zero value suits local stores (memory, SQLite,
-// PostgreSQL); emulators and cloud stores, whose round trips take milliseconds, want fewer
-// transfers and a longer relaunch delay, so that the intent collector relaunches executions that
-// crashed rather than ones that are merely slow.
-type Options struct {
-	// Stride crashes at every Stride-th point of the clean run only (default 1: every point).
-	Stride int
-	// Transfers and Clients shape ConcurrentTransfersSerializable (defaults 24 and 6).
-	Transfers, Clients int
-	// Crashes caps the random crashes injected into ConcurrentTransfersSerializable (default 30).
-	Crashes int
-	// Lockers is the number of concurrent transactions in WaitDieRandomLockOrders (default 16).
-	Lockers int
-	// RelaunchDelay is how long an unfinished transfer waits before the intent collector
-	// relaunches it (default 300 ms); CollectEvery is how often the collectors run (default
-	// 10 ms).
-	RelaunchDelay, CollectEvery time.Duration
-	// MaxBackOff caps the wait of a transaction that lost a wait-die conflict before it
-	// retries (default 64 ms); the wait starts at 1 ms and doubles.
-	MaxBackOff time.Duration
-	// Deadline bounds how long the concurrent parts may take to finish every transaction
-	// before the suite reports a deadlock (default 60 s).
-	Deadline time.Duration
-}
+// Options size the suite to a backend (Stride, Transfers, Clients, Crashes, Lockers,
+// RelaunchDelay, CollectEvery, MaxBackOff, Deadline; zero fields take the defaults). The zero
+// value suits local stores; the store matrix's rows carry each backend's (testtables.Backends).
+type Options = testtables.TxOptions
 
-func (o Options) withDefaults() Options {
+// withDefaults fills o's zero fields with the defaults.
+func withDefaults(o Options) Options {
 	def := func(v *int, d int) {
 		if *v < 1 {
 			*v = d
@@ -77,7 +58,7 @@ func (o Options) withDefaults() Options {
 
 // Run runs the whole suite against tables from newStore.
 func Run(t suite.T, newStore testtables.Factory, opts Options) {
-	opts = opts.withDefaults()
+	opts = withDefaults(opts)
 	suite.Run(t, "ConcurrentTransfersSerializable", func(t suite.T) { concurrentTransfers(t, newStore, opts) })
 	suite.Run(t, "CrashAtEveryPointOfCommitAndAbort", func(t suite.T) { everyPoint(t, newStore, opts) })
 	suite.Run(t, "WaitDieRandomLockOrders", func(t suite.T) { waitDie(t, newStore, opts) })

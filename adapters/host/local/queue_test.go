@@ -6,24 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/queue"
-	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
-	_ "github.com/ssfkit/ssfkit/adapters/queue/logqueue"
-	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
-	_ "github.com/ssfkit/ssfkit/adapters/queue/pubsubqueue"
 	"github.com/ssfkit/ssfkit/adapters/queue/queuetest"
-	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/internal/testservers"
@@ -102,33 +95,16 @@ func incrementer(env *ssf.Env, in json.RawMessage) (any, error) {
 	}
 }
 
-// Asynchronous starts travel through each queue backend; duplicated deliveries and consumers
-// that crash before acknowledging still apply every increment exactly once, and a poison
-// message ends up in the dead-letter queue.
+// Asynchronous starts travel through each queue backend of the matrix (queuetest.Backends);
+// duplicated deliveries and consumers that crash before acknowledging still apply every
+// increment exactly once, and a poison message ends up in the dead-letter queue.
 func TestQueuedSpawnExactlyOnce(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		url  func(testing.TB) string
-	}{
-		{"Mem", queuetest.MemURL},
-		{"SQS", queuetest.SQSURL},
-		{"Azure", queuetest.AzureURL},
-		{"PubSub", queuetest.PubSubURL},
-		{"Log", logQueueURL}, // the shared log as the queue (adapters/queue/logqueue)
-	} {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range queuetest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			testQueuedSpawn(t, b.url)
+			testQueuedSpawn(t, b.URL)
 		})
 	}
-}
-
-var logQueues atomic.Int64
-
-// logQueueURL is a fresh color of a shared log on an in-memory store.
-func logQueueURL(testing.TB) string {
-	n := logQueues.Add(1)
-	return fmt.Sprintf("log://acme/jobs%d?create=true&store=%s", n, url.QueryEscape(fmt.Sprintf("mem://local-logqueue-%d", n)))
 }
 
 func openQueue(t *testing.T, url string) *queue.Queue {

@@ -8,14 +8,49 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/pstest"
 
+	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/logqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/pubsubqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
+	_ "github.com/ssfkit/ssfkit/adapters/store/memstore" // the log queue's store
 	"github.com/ssfkit/ssfkit/internal/testservers"
 )
 
-// The functions below return the URL of a fresh, empty queue on each backend the default test
-// run covers, created on first Open. Each driver's conformance test and the runtime's queue
-// tests use them, so every suite reaches a backend the same way. They start the emulators on
-// first use (moto, Azurite: call testservers.StopAll from TestMain; Pub/Sub: pstest, in
-// process) and fail the test, saying how to install them, if they are missing.
+// Backends is the queue matrix: every queue backend the default test run covers, one row each.
+// The runtime's queue tests (adapters/host/local) loop over it, one subtest per row named by
+// the row's Name; each driver's own conformance test takes its row's URL function (SQSURL for
+// sqsqueue, ...); cmd/ssfkit checks that its drivers.go links every row's driver in.
+//
+// A new queue driver is its package (adapters/queue/NAME, with its conformance test), a function
+// returning the URL of a fresh queue here, and one row (whose blank import above links it in).
+var Backends = []Backend{
+	{Name: "mem", Scheme: "mem", URL: MemURL},
+	{Name: "sqs", Scheme: "sqs", Server: testservers.Moto.Name, URL: SQSURL},
+	{Name: "azure-queues", Scheme: "azqueue", Server: testservers.Azurite.Name, URL: AzureURL},
+	{Name: "pubsub", Scheme: "pubsub", Server: pubsubEmulator.Name, URL: PubSubURL},
+	{Name: "log", Scheme: "log", URL: LogURL}, // the shared log as the queue (adapters/queue/logqueue)
+}
+
+// Backend is one row of the queue matrix.
+type Backend struct {
+	// Name names the row's subtest (TestQueuedSpawnExactlyOnce/sqs).
+	Name string
+	// Scheme is the URL scheme the row's driver registers; cmd/ssfkit/drivers.go must link the
+	// driver in (TestEveryBackendIsLinkedIn).
+	Scheme string
+	// Server names what serves the queues, which URL starts on 127.0.0.1 once per test binary
+	// (an emulator, in process or not; "" for a queue in the test's memory). A server that is
+	// not installed fails the test, saying how to install it: it never skips.
+	Server string
+	// URL returns the URL of a fresh, empty queue, created on first Open.
+	URL func(testing.TB) string
+}
+
+// The functions below return the URL of a fresh, empty queue on each backend of the matrix,
+// created on first Open. They start the emulators on first use (moto, Azurite: call
+// testservers.StopAll from TestMain; Pub/Sub: pstest, in process) and fail the test, saying how
+// to install them, if they are missing.
 
 var names atomic.Int64
 
@@ -54,4 +89,12 @@ func PubSubURL(t testing.TB) string {
 	topic := Name("t")
 	return fmt.Sprintf("pubsub://test-project/%s?subscription=%s&emulator=%s&create=true&max_message_bytes=%d",
 		topic, topic, pubsubEmulator.Addr(t), PubSubMaxMessageBytes)
+}
+
+var logQueues atomic.Int64
+
+// LogURL returns a fresh color of a shared log on a fresh in-memory store.
+func LogURL(testing.TB) string {
+	n := logQueues.Add(1)
+	return fmt.Sprintf("log://acme/jobs%d?create=true&store=%s", n, url.QueryEscape(fmt.Sprintf("mem://local-logqueue-%d", n)))
 }

@@ -20,15 +20,13 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
 )
 
-// Options size the suite for a backend.
-type Options struct {
-	// HoleTimeout for the logs under test (default 200 ms); slow emulators need more.
-	HoleTimeout time.Duration
-	// Appenders, Appends, Readers and Reads size the linearizability run (defaults 3, 12, 2, 15).
-	Appenders, Appends, Readers, Reads int
-}
+// Options size the suite for a backend: HoleTimeout, and Appenders, Appends, Readers and
+// Reads for the linearizability run (zero: the defaults). The store matrix's rows carry each
+// backend's (testtables.Backends).
+type Options = testtables.LogOptions
 
-func (o *Options) defaults() {
+// defaults fills o's zero fields with the defaults.
+func defaults(o *Options) {
 	if o.HoleTimeout == 0 {
 		o.HoleTimeout = 200 * time.Millisecond
 	}
@@ -42,7 +40,7 @@ var errCrash = errors.New("injected crash")
 
 // Run runs the suite with tables from newTable.
 func Run(t suite.T, newTable testtables.Factory, o Options) {
-	o.defaults()
+	defaults(&o)
 	open := func(t suite.T, tbl *store.Table, tenant string, fault func(string) error) *sharedlog.Log {
 		t.Helper()
 		l, err := sharedlog.New(tbl, tenant, sharedlog.Options{HoleTimeout: o.HoleTimeout, Poll: 2 * time.Millisecond, Fault: fault})
