@@ -1,7 +1,7 @@
 package main
 
 // Every driver is linked in, so any URL works with every command (dev, bench, conformance);
-// TestEveryDriverIsLinkedIn and TestEveryBackendIsLinkedIn keep this list whole: every driver
+// TestEveryBackendIsLinkedIn keeps this list whole: every driver
 // package, and every backend of the test matrices (internal/testtables, adapters/queue/queuetest).
 import (
 	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"

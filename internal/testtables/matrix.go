@@ -24,7 +24,7 @@ var Backends = []Backend{
 		Crash: CrashOptions{Stride: 1, Schedules: 20},
 	},
 	{
-		Name: "sqlite", Scheme: "sqlite", Transactions: true,
+		Name: "sqlite", Scheme: "sqlite",
 		Tables: SQLite,
 		// Every fifth crash point. The pure-Go SQLite runs about 40 times slower under the race
 		// detector than without it, so every tenth point of the transactions' commit and abort
@@ -125,9 +125,9 @@ type Backend struct {
 	// Tables returns the factory of fresh, empty tables that test t uses (on SQLite, tables in
 	// one file in t's temporary directory).
 	Tables func(t suite.T) Factory
-	// Transactions marks the stores whose writes the schedule regressions (tests/schedules)
-	// take as SQL transactions, one request each (SQLite, PostgreSQL): they skip there the
-	// schedules that stop inside a write.
+	// Transactions marks the stores whose drivers run the runtime's writes as store
+	// transactions (store.Transactor: PostgreSQL), where no execution can stop inside a write:
+	// the schedule regressions (tests/schedules) skip there the schedules that stop inside one.
 	Transactions bool
 
 	// The suites' sizes on this backend; a zero field is the suite's default.
