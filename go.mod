@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/google/uuid v1.6.0
 	go.temporal.io/sdk v1.50.0
 	gonum.org/v1/plot v0.15.2

@@ -786,3 +786,15 @@ func (s *Service) expire(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Check answers a standalone check op: the node exists, is readable and has version (-1: any).
+func (v View) Check(c Caller, p string, version int32) error {
+	n, err := v.lookup(c, p, PermRead)
+	if err != nil {
+		return err
+	}
+	if version != -1 && version != n.stat.Version {
+		return errf(BadVersion, p, "version %d, expected %d", n.stat.Version, version)
+	}
+	return nil
+}
