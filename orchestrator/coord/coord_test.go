@@ -398,6 +398,15 @@ func TestLargeDataSpansRows(t *testing.T) {
 		if err != nil || len(rows) < 2 {
 			t.Fatalf("the entry was not split: %d parts, %v", len(rows), err)
 		}
+		// An append that loses its zxid leaves no parts behind.
+		won, err := s.appendTxn(ctx, 1, &txn{Nonce: "loser", Ops: []Op{{Kind: OpSetData, Path: "/big", Data: big, Version: -1}}})
+		if err != nil || won {
+			t.Fatalf("appending at a taken zxid: won=%v %v", won, err)
+		}
+		after, err := tbl.Scan(ctx, blobPartition, store.ScanOptions{})
+		if err != nil || len(after) != len(rows) {
+			t.Fatalf("%d parts after a lost append, %d before (%v)", len(after), len(rows), err)
+		}
 	})
 }
 

@@ -283,16 +283,28 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 	if lim := s.tbl.Limits().MaxRowBytes; lim > 0 {
 		room = lim - 4<<10 // keys and attribute names
 	}
+	var partKeys []store.Key
 	if len(enc) > room {
-		parts := (len(enc) + room - 1) / room
-		for i := 0; i < parts; i++ {
-			part := enc[i*room : min(len(enc), (i+1)*room)]
-			k := store.Key{Partition: blobPartition, Sort: fmt.Sprintf("%s/%06d", t.Nonce, i)}
-			if err := s.tbl.Put(ctx, k, store.Attrs{"b": part}); err != nil {
+		// The parts go first, under an id of this attempt, so the entry is whole once it exists.
+		blob := fmt.Sprintf("%s-%d", t.Nonce, zxid)
+		for i := 0; i*room < len(enc); i++ {
+			k := store.Key{Partition: blobPartition, Sort: fmt.Sprintf("%s/%06d", blob, i)}
+			partKeys = append(partKeys, k)
+			if err := s.tbl.Put(ctx, k, store.Attrs{"b": enc[i*room : min(len(enc), (i+1)*room)]}); err != nil {
 				return false, err
 			}
 		}
-		upd = store.Update{store.SetAttr(store.Attr("blob"), t.Nonce), store.SetAttr(store.Attr("parts"), int64(parts))}
+		upd = store.Update{store.SetAttr(store.Attr("blob"), blob), store.SetAttr(store.Attr("parts"), int64(len(partKeys)))}
+	}
+	lost := func() (bool, error) {
+		// Certainly not ours: nothing will ever read these parts. (After an ambiguous failure
+		// they stay: the entry may yet name them.)
+		for _, k := range partKeys {
+			if _, err := s.tbl.Delete(ctx, k, store.Always()); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
 	}
 	r, err := s.tbl.Update(ctx, txnKey(zxid), store.RowAbsent(), upd)
 	if err != nil {
@@ -301,9 +313,15 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 		if rerr != nil || !found {
 			return false, err
 		}
-		return got.Nonce == t.Nonce, nil
+		if got.Nonce != t.Nonce {
+			return lost()
+		}
+		return true, nil
 	}
-	return r.Applied, nil
+	if !r.Applied {
+		return lost()
+	}
+	return true, nil
 }
 
 // write validates t against the replica, claims the next zxid for it and applies it.
