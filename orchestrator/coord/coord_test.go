@@ -292,31 +292,33 @@ func TestEphemeralsGoWithTheirSession(t *testing.T) {
 		closing := newSession(t, s, time.Hour)
 		mustCreate(t, s, closing, "/e/c1", "", Ephemeral)
 		mustCreate(t, s, closing, "/e/c2", "", EphemeralSequential)
-		expiring, _, expired := attach(t, s, newSession(t, s, 100*time.Millisecond))
-		mustCreate(t, s, expiring, "/e/x", "", Ephemeral)
 		s.View(func(v View) { v.Children(watcher, "/e", true) })
-
 		if err := s.CloseSession(ctx, closing.Session); err != nil {
 			t.Fatal(err)
 		}
 		var kids []string
 		var st Stat
-		s.View(func(v View) { kids, st, _ = v.Children(watcher, "/e", false) })
-		if !reflect.DeepEqual(kids, []string{"x"}) {
-			t.Fatalf("after close: %v", kids)
-		}
+		s.View(func(v View) { kids, st, _ = v.Children(watcher, "/e", true) })
 		// Both ephemerals went in one transaction: one zxid, one child event.
-		if st.Pzxid != s.LastZxid() || st.Cversion != 5 {
-			t.Fatalf("stat after close %+v, last zxid %d", st, s.LastZxid())
+		if len(kids) != 0 || st.Pzxid != s.LastZxid() || st.Cversion != 4 {
+			t.Fatalf("after close: %v %+v, last zxid %d", kids, st, s.LastZxid())
 		}
 		_, _, err := s.Write(ctx, closing, Op{Kind: OpCreate, Path: "/e/late", ACL: OpenACLUnsafe, Mode: Ephemeral})
 		wantCode(t, err, SessionExpired)
 
-		// No heartbeat: the expirer fences and closes the session after its timeout.
+		// No heartbeat: the expirer fences and closes the session once its timeout has passed.
+		const timeout = 300 * time.Millisecond
+		before := time.Now() // its last heartbeat is later
+		expiring, _, expired := attach(t, s, newSession(t, s, timeout))
+		mustCreate(t, s, expiring, "/e/x", "", Ephemeral)
+		mustCreate(t, s, expiring, "/e/y", "", Ephemeral)
 		select {
 		case <-expired:
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("the session did not expire")
+		}
+		if waited := time.Since(before); waited < timeout {
+			t.Fatalf("the session expired %v after its last heartbeat, before its timeout %v", waited, timeout)
 		}
 		s.View(func(v View) { kids, _, _ = v.Children(watcher, "/e", false) })
 		if len(kids) != 0 {
@@ -325,17 +327,16 @@ func TestEphemeralsGoWithTheirSession(t *testing.T) {
 		if err := s.Touch(ctx, expiring.Session); CodeOf(err) != SessionExpired {
 			t.Fatalf("touch after expiry: %v", err)
 		}
-		if got := ws.events(); !reflect.DeepEqual(got, []string{"4 /e"}) {
+		if got := ws.events(); !reflect.DeepEqual(got, []string{"4 /e", "4 /e"}) {
 			t.Fatalf("events %v", got)
 		}
 
-		// A heartbeat keeps a short session alive past its timeout.
-		alive := newSession(t, s, 100*time.Millisecond)
-		for range 20 {
+		// Heartbeats keep a short session alive past its timeout.
+		alive := newSession(t, s, timeout)
+		for end := time.Now().Add(3 * timeout); time.Now().Before(end); time.Sleep(timeout / 10) {
 			if err := s.Touch(ctx, alive.Session); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(15 * time.Millisecond)
 		}
 	})
 }

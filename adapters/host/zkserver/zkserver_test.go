@@ -349,7 +349,8 @@ func TestEphemeralsEndWithTheSession(t *testing.T) {
 		expect(t, gone, zk.EventNodeDeleted, "/e/c")
 
 		var p pausable
-		silent, events, err := zk.Connect([]string{srv.addr}, 300*time.Millisecond, zk.WithLogger(quiet{}), zk.WithDialer(p.dial))
+		const timeout = 600 * time.Millisecond
+		silent, events, err := zk.Connect([]string{srv.addr}, timeout, zk.WithLogger(quiet{}), zk.WithDialer(p.dial))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +359,7 @@ func TestEphemeralsEndWithTheSession(t *testing.T) {
 		must[string](t)(silent.Create("/e/x", nil, zk.FlagEphemeral, open))
 		must[string](t)(silent.Create("/e/y-", nil, zk.FlagEphemeralSequential, open))
 		// Pings keep the session alive well past its timeout.
-		time.Sleep(time.Second)
+		time.Sleep(2 * timeout)
 		if left, _, _ := watcher.Children("/e"); len(left) != 2 {
 			t.Fatalf("a pinging session lost its ephemerals: %v", left)
 		}
@@ -366,9 +367,10 @@ func TestEphemeralsEndWithTheSession(t *testing.T) {
 		began := time.Now()
 		p.paused.Store(true)
 		expect(t, kids, zk.EventNodeChildrenChanged, "/e")
-		// Its last heartbeat was at most a third of the timeout (a ping interval) before the pause.
-		if waited := time.Since(began); waited < 200*time.Millisecond {
-			t.Fatalf("the session expired %v after its last ping, before its 300ms timeout", waited)
+		// Its last heartbeat was at most a ping interval (a third of the timeout) and a refresh
+		// interval (a quarter) before the pause.
+		if waited := time.Since(began); waited < timeout/3 {
+			t.Fatalf("the session expired %v after the pause, before its %v timeout", waited, timeout)
 		}
 		// Both ephemerals went in the one event's transaction.
 		if left, _, _ := watcher.Children("/e"); len(left) != 0 {
