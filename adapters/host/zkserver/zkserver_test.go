@@ -519,3 +519,50 @@ func TestMegabyteData(t *testing.T) {
 		wantErr(t, err, zk.ErrBadArguments)
 	})
 }
+
+// Two servers on one table are one system: a write through either fires a watch set through the
+// other, and a client moved from one to the other keeps its session, its ephemeral and its view.
+func TestTwoServersOneSystem(t *testing.T) {
+	url := "sqlite://" + filepath.Join(t.TempDir(), "zk.db")
+	s1, s2 := start(t, url), start(t, url)
+	var target atomic.Value
+	target.Store(s1.addr)
+	var p pausable
+	dial := func(network, _ string, timeout time.Duration) (net.Conn, error) {
+		return p.dial(network, target.Load().(string), timeout)
+	}
+	c, events, err := zk.Connect([]string{s1.addr}, 2*time.Second, zk.WithLogger(quiet{}), zk.WithDialer(dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitState(t, events, zk.StateHasSession)
+	id := c.SessionID()
+	must[string](t)(c.Create("/moving", []byte("0"), zk.FlagEphemeral, open))
+	_, _, changed := mustGetW(t, c, "/moving")
+
+	other := connect(t, s2, 2*time.Second)
+	st := must[*zk.Stat](t)(other.Set("/moving", []byte("1"), 0))
+	expect(t, changed, zk.EventNodeDataChanged, "/moving")
+	if data, _, _ := c.Get("/moving"); string(data) != "1" {
+		t.Fatalf("after its watch fired, server 1 showed %q", data)
+	}
+
+	target.Store(s2.addr)
+	p.cut()
+	waitState(t, events, zk.StateHasSession)
+	if c.SessionID() != id {
+		t.Fatalf("session %#x after moving, want %#x", c.SessionID(), id)
+	}
+	data, st2, err := c.Get("/moving")
+	if err != nil || string(data) != "1" || st2.Mzxid != st.Mzxid || st2.EphemeralOwner != id {
+		t.Fatalf("on server 2: %q %+v %v", data, st2, err)
+	}
+	// Closing the session through server 2 removes the ephemeral server 1 created.
+	_, _, gone, err := other.ExistsW("/moving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	expect(t, gone, zk.EventNodeDeleted, "/moving")
+}
