@@ -332,8 +332,8 @@ func TestEphemeralsGoWithTheirSession(t *testing.T) {
 		}
 
 		// Heartbeats keep a short session alive past its timeout.
-		alive := newSession(t, s, timeout)
-		for end := time.Now().Add(3 * timeout); time.Now().Before(end); time.Sleep(timeout / 10) {
+		alive := newSession(t, s, 2*timeout)
+		for end := time.Now().Add(4 * timeout); time.Now().Before(end); time.Sleep(timeout / 10) {
 			if err := s.Touch(ctx, alive.Session); err != nil {
 				t.Fatal(err)
 			}

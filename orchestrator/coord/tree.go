@@ -70,7 +70,6 @@ func newTree() *tree {
 			t.nodes[parentOf(p)].children[path.Base(p)] = true
 		}
 	}
-	t.nodes["/zookeeper"].stat.Cversion = 2
 	return t
 }
 
@@ -391,16 +390,13 @@ func DigestID(userPassword string) (string, bool) {
 }
 
 // fixACL validates a request's ACL and expands "auth" into the caller's ids, as ZooKeeper's
-// fixupACL does.
+// fixupACL does (it checks schemes and ids, not permission bits).
 func fixACL(p string, acl []ACL, auth []ID) ([]ACL, *Error) {
 	if len(acl) == 0 {
 		return nil, errf(InvalidACL, p, "empty ACL")
 	}
 	var out []ACL
 	for _, a := range acl {
-		if a.Perms&^PermAll != 0 || a.Perms == 0 {
-			return nil, errf(InvalidACL, p, "permissions %#x", a.Perms)
-		}
 		switch a.Scheme {
 		case "world":
 			if a.ID.ID != "anyone" {

@@ -445,7 +445,7 @@ func (c *conn) handle(xid, op int32, r *reader) (closing bool, err error) {
 				return func(w *writer) { w.stat(st) }, err
 			case opGetData:
 				data, st, err := v.Get(cl, p, watch)
-				return func(w *writer) { w.buffer(nonNil(data)); w.stat(st) }, err
+				return func(w *writer) { w.buffer(data); w.stat(st) }, err
 			}
 			kids, st, err := v.Children(cl, p, watch)
 			return func(w *writer) {
@@ -507,13 +507,6 @@ func (c *conn) handle(xid, op int32, r *reader) (closing bool, err error) {
 		c.send(frame(xid, svc.LastZxid(), coord.Unimplemented, nil))
 	}
 	return false, nil
-}
-
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
 
 // multi decodes a MultiTxn (op headers and records up to a done header), runs it and answers
