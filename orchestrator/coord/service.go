@@ -191,6 +191,11 @@ func (s *Service) catchUp(ctx context.Context, until int64) error {
 		s.t.zxid = next
 		s.fire(events, t)
 		s.mu.Unlock()
+		if t.Close {
+			s.touchMu.Lock()
+			delete(s.touched, t.Session)
+			s.touchMu.Unlock()
+		}
 	}
 	return nil
 }
@@ -759,9 +764,6 @@ func (s *Service) finishClose(ctx context.Context, id int64) error {
 	if err != nil && CodeOf(err) != SessionExpired {
 		return err
 	}
-	s.touchMu.Lock()
-	delete(s.touched, id)
-	s.touchMu.Unlock()
 	_, err = s.tbl.Delete(ctx, sessionKey(id), store.Always())
 	return err
 }

@@ -151,6 +151,7 @@ type conn struct {
 	timeout time.Duration
 	auth    []coord.ID
 	w       *coord.Watcher
+	lost    error // a request's outcome is unknown: drop the connection
 }
 
 func (c *conn) send(frame []byte) {
@@ -261,6 +262,9 @@ func (c *conn) serve() {
 			return
 		}
 		closing, err := c.handle(xid, op, r)
+		if err == nil {
+			err = c.lost
+		}
 		if err != nil {
 			c.srv.logf("zkserver: %s: session %#x: %v", c.nc.RemoteAddr(), c.session, err)
 			abort()
@@ -344,7 +348,7 @@ func (c *conn) caller() coord.Caller {
 func (c *conn) read(xid int32, fn func(v coord.View) (func(w *writer), error)) {
 	c.srv.svc.View(func(v coord.View) {
 		body, err := fn(v)
-		c.send(frame(xid, v.Zxid(), coord.CodeOf(err), body))
+		c.reply(xid, v.Zxid(), err, body)
 	})
 }
 
@@ -354,7 +358,20 @@ func (c *conn) write(xid int32, op coord.Op, body func(r coord.Result) func(w *w
 	if err != nil {
 		zxid = c.srv.svc.LastZxid()
 	}
-	c.send(frame(xid, zxid, coord.CodeOf(err), body(res)))
+	c.reply(xid, zxid, err, body(res))
+}
+
+// reply queues the answer to xid, unless err is not ZooKeeper's (a store failure, after which a
+// write may or may not have applied): then the connection is dropped instead, which clients
+// report as ZooKeeper's ConnectionLoss, the error that means "outcome unknown".
+func (c *conn) reply(xid int32, zxid int64, err error, body func(w *writer)) {
+	if coord.CodeOf(err) == coord.SystemError {
+		if c.lost == nil {
+			c.lost = err
+		}
+		return
+	}
+	c.send(frame(xid, zxid, coord.CodeOf(err), body))
 }
 
 func noBody(coord.Result) func(w *writer) { return nil }
@@ -476,7 +493,7 @@ func (c *conn) handle(xid, op int32, r *reader) (closing bool, err error) {
 			return false, r.err
 		}
 		zxid, err := svc.Sync(c.srv.ctx)
-		c.send(frame(xid, zxid, coord.CodeOf(err), func(w *writer) { w.string(p) }))
+		c.reply(xid, zxid, err, func(w *writer) { w.string(p) })
 	case opGetEphemerals:
 		prefix := r.string()
 		if r.err != nil {
@@ -501,7 +518,7 @@ func (c *conn) handle(xid, op int32, r *reader) (closing bool, err error) {
 		// Detach first: the close would otherwise end this connection before its reply.
 		svc.Detach(c.w)
 		err := svc.CloseSession(c.srv.ctx, c.session)
-		c.send(frame(xid, svc.LastZxid(), coord.CodeOf(err), nil))
+		c.reply(xid, svc.LastZxid(), err, nil)
 		return true, nil
 	default:
 		c.send(frame(xid, svc.LastZxid(), coord.Unimplemented, nil))
@@ -551,7 +568,7 @@ func (c *conn) multi(xid int32, r *reader) error {
 	res, zxid, err := c.srv.svc.Multi(c.srv.ctx, c.caller(), ops)
 	if err != nil && len(res) != len(ops) {
 		// Not an op's failure (an expired session, a store error): the whole request failed.
-		c.send(frame(xid, c.srv.svc.LastZxid(), coord.CodeOf(err), nil))
+		c.reply(xid, c.srv.svc.LastZxid(), err, nil)
 		return nil
 	}
 	c.send(frame(xid, zxid, coord.OK, func(w *writer) {

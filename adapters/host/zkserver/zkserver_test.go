@@ -567,3 +567,30 @@ func TestTwoServersOneSystem(t *testing.T) {
 	c.Close()
 	expect(t, gone, zk.EventNodeDeleted, "/moving")
 }
+
+// A request whose outcome the store left unknown is answered as ZooKeeper answers it: the
+// connection drops (ConnectionLoss), never an error that says the write did not happen.
+func TestStoreFailureDropsTheConnection(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := store.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := coord.New(ctx, tbl, coord.Config{Tick: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs := New(svc, t.Logf)
+	go zs.Serve(ln)
+	defer zs.Close()
+	c := connect(t, server{addr: ln.Addr().String(), svc: svc}, 4*time.Second)
+	must[string](t)(c.Create("/before", nil, 0, open))
+	tbl.Close()
+	_, err = c.Create("/after", nil, 0, open)
+	wantErr(t, err, zk.ErrConnectionClosed)
+}
