@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -14,86 +13,6 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/internal/linearizability"
 )
-
-// znodeIn is a history entry's input: one op on one znode.
-type znodeIn struct {
-	kind    string // create, set, delete, read
-	path    string
-	version int32
-	data    string
-}
-
-// znodeOut is its outcome; a read also reports what it saw.
-type znodeOut struct {
-	code    Code
-	exists  bool
-	version int32
-	data    string
-}
-
-type znodeState struct {
-	exists  bool
-	version int32
-	data    string
-}
-
-// znodeModel is a map of znodes, partitioned by path: versioned data that conditional sets and
-// deletes must see exactly.
-var znodeModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		for _, o := range h {
-			p := o.Input.(znodeIn).path
-			by[p] = append(by[p], o)
-		}
-		keys := make([]string, 0, len(by))
-		for k := range by {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return znodeState{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(znodeState), input.(znodeIn), output.(znodeOut)
-		switch in.kind {
-		case "read":
-			if !s.exists {
-				return out.code == NoNode, s
-			}
-			return out.code == OK && out.version == s.version && out.data == s.data, s
-		case "create":
-			if s.exists {
-				return out.code == NodeExists, s
-			}
-			return out.code == OK, znodeState{exists: true, data: in.data}
-		case "set":
-			switch {
-			case !s.exists:
-				return out.code == NoNode, s
-			case in.version != -1 && in.version != s.version:
-				return out.code == BadVersion, s
-			}
-			return out.code == OK && out.version == s.version+1, znodeState{exists: true, version: s.version + 1, data: in.data}
-		default: // delete
-			switch {
-			case !s.exists:
-				return out.code == NoNode, s
-			case in.version != -1 && in.version != s.version:
-				return out.code == BadVersion, s
-			}
-			return out.code == OK, znodeState{}
-		}
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(znodeIn), output.(znodeOut)
-		return fmt.Sprintf("%s(%s v%d %q) -> %v v%d %q", in.kind, in.path, in.version, in.data, out.code, out.version, out.data)
-	},
-}
 
 // Many goroutines on two Services (two handles on one table, as two processes would have) race
 // conditional creates, sets and deletes on a few znodes, with synced reads: every znode's history
@@ -120,29 +39,29 @@ func TestConcurrentWritesAreLinearizable(t *testing.T) {
 				s := services[w%len(services)]
 				rng := rand.New(rand.NewPCG(uint64(w), 7))
 				for i := range opsEach {
-					in := znodeIn{path: paths[rng.IntN(len(paths))], version: int32(rng.IntN(4)) - 1, data: fmt.Sprintf("w%d-%d", w, i)}
-					var out znodeOut
+					in := linearizability.ZnodeIn{Path: paths[rng.IntN(len(paths))], Version: int32(rng.IntN(4)) - 1, Data: fmt.Sprintf("w%d-%d", w, i)}
+					var out linearizability.ZnodeOut
 					var zxid int64
 					call := time.Since(start).Nanoseconds()
 					switch k := rng.IntN(10); {
 					case k < 2:
-						in.kind = "create"
-						in.version = 0
+						in.Kind = "create"
+						in.Version = 0
 						var err error
-						_, zxid, err = s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: in.path, Data: []byte(in.data), ACL: OpenACLUnsafe})
-						out.code = CodeOf(err)
+						_, zxid, err = s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: in.Path, Data: []byte(in.Data), ACL: OpenACLUnsafe})
+						out.Code = int32(CodeOf(err))
 					case k < 6:
-						in.kind = "set"
-						r, z, err := s.Write(ctx, Caller{}, Op{Kind: OpSetData, Path: in.path, Data: []byte(in.data), Version: in.version})
-						out.code, out.version, zxid = CodeOf(err), r.Stat.Version, z
+						in.Kind = "set"
+						r, z, err := s.Write(ctx, Caller{}, Op{Kind: OpSetData, Path: in.Path, Data: []byte(in.Data), Version: in.Version})
+						out.Code, out.Version, zxid = int32(CodeOf(err)), r.Stat.Version, z
 					case k < 7:
-						in.kind = "delete"
-						in.data = ""
+						in.Kind = "delete"
+						in.Data = ""
 						var err error
-						_, zxid, err = s.Write(ctx, Caller{}, Op{Kind: OpDelete, Path: in.path, Version: in.version})
-						out.code = CodeOf(err)
+						_, zxid, err = s.Write(ctx, Caller{}, Op{Kind: OpDelete, Path: in.Path, Version: in.Version})
+						out.Code = int32(CodeOf(err))
 					default:
-						in.kind, in.version, in.data = "read", 0, ""
+						in.Kind, in.Version, in.Data = "read", 0, ""
 						if _, err := s.Sync(ctx); err != nil {
 							t.Error(err)
 							return
@@ -150,11 +69,11 @@ func TestConcurrentWritesAreLinearizable(t *testing.T) {
 						var data []byte
 						var st Stat
 						var err error
-						s.View(func(v View) { data, st, err = v.Get(Caller{}, in.path, false) })
-						out = znodeOut{code: CodeOf(err), version: st.Version, data: string(data)}
+						s.View(func(v View) { data, st, err = v.Get(Caller{}, in.Path, false) })
+						out = linearizability.ZnodeOut{Code: int32(CodeOf(err)), Version: st.Version, Data: string(data)}
 					}
 					ret := time.Since(start).Nanoseconds()
-					if out.code == SystemError {
+					if out.Code == int32(SystemError) {
 						t.Errorf("%+v: a store error", in)
 						return
 					}
@@ -162,9 +81,9 @@ func TestConcurrentWritesAreLinearizable(t *testing.T) {
 					history = append(history, porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret})
 					if zxid != 0 {
 						if prev, dup := zxids[zxid]; dup {
-							t.Errorf("zxid %d given to two writes: %s and %s", zxid, prev, in.path)
+							t.Errorf("zxid %d given to two writes: %s and %s", zxid, prev, in.Path)
 						}
-						zxids[zxid] = in.path
+						zxids[zxid] = in.Path
 					}
 					mu.Unlock()
 				}
@@ -174,7 +93,7 @@ func TestConcurrentWritesAreLinearizable(t *testing.T) {
 		if t.Failed() {
 			return
 		}
-		linearizability.Check(t, znodeModel, history)
+		linearizability.Check(t, linearizability.ZnodeModel, history)
 
 		last, err := services[0].Sync(ctx)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"reflect"
@@ -16,11 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
+	"github.com/ssfkit/ssfkit/internal/linearizability"
 	"github.com/ssfkit/ssfkit/orchestrator/coord"
 )
 
@@ -593,4 +596,82 @@ func TestStoreFailureDropsTheConnection(t *testing.T) {
 	tbl.Close()
 	_, err = c.Create("/after", nil, 0, open)
 	wantErr(t, err, zk.ErrConnectionClosed)
+}
+
+// zkCode maps a go-zookeeper error back to ZooKeeper's code, for the history.
+func zkCode(t *testing.T, err error) int32 {
+	switch {
+	case err == nil:
+		return linearizability.ZOK
+	case errors.Is(err, zk.ErrNoNode):
+		return linearizability.ZNoNode
+	case errors.Is(err, zk.ErrNodeExists):
+		return linearizability.ZNodeExists
+	case errors.Is(err, zk.ErrBadVersion):
+		return linearizability.ZBadVersion
+	}
+	t.Errorf("an error with no place in the history: %v", err)
+	return 1
+}
+
+// Clients of two servers on one table race conditional creates, sets and deletes on two
+// znodes, with sync-then-get reads: through the wire protocol the history must be linearizable.
+func TestWireHistoryIsLinearizable(t *testing.T) {
+	url := "sqlite://" + filepath.Join(t.TempDir(), "zk.db")
+	servers := []server{start(t, url), start(t, url)}
+	const clients, opsEach = 4, 25
+	var (
+		mu      sync.Mutex
+		history []porcupine.Operation
+		wg      sync.WaitGroup
+	)
+	begin := time.Now()
+	for ci := range clients {
+		c := connect(t, servers[ci%2], 4*time.Second)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(ci), 19))
+			for i := range opsEach {
+				in := linearizability.ZnodeIn{Path: fmt.Sprint("/k", rng.IntN(2)), Version: int32(rng.IntN(3)) - 1, Data: fmt.Sprintf("c%d-%d", ci, i)}
+				var out linearizability.ZnodeOut
+				call := time.Since(begin).Nanoseconds()
+				switch k := rng.IntN(10); {
+				case k < 2:
+					in.Kind, in.Version = "create", 0
+					_, err := c.Create(in.Path, []byte(in.Data), 0, open)
+					out.Code = zkCode(t, err)
+				case k < 6:
+					in.Kind = "set"
+					st, err := c.Set(in.Path, []byte(in.Data), in.Version)
+					out.Code = zkCode(t, err)
+					if err == nil {
+						out.Version = st.Version
+					}
+				case k < 7:
+					in.Kind, in.Data = "delete", ""
+					out.Code = zkCode(t, c.Delete(in.Path, in.Version))
+				default:
+					in.Kind, in.Version, in.Data = "read", 0, ""
+					if _, err := c.Sync(in.Path); err != nil {
+						t.Error(err)
+						return
+					}
+					data, st, err := c.Get(in.Path)
+					out.Code = zkCode(t, err)
+					if err == nil {
+						out.Version, out.Data = st.Version, string(data)
+					}
+				}
+				ret := time.Since(begin).Nanoseconds()
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: ci, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if !t.Failed() {
+		linearizability.Check(t, linearizability.ZnodeModel, history)
+	}
 }
