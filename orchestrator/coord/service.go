@@ -705,11 +705,7 @@ func (s *Service) OpenSession(ctx context.Context, requested time.Duration) (int
 	if !r.Applied {
 		return 0, nil, 0, fmt.Errorf("coord: session id %#x is taken", id)
 	}
-	t := &txn{Session: id}
-	t.Open = &struct {
-		Passwd    []byte `json:"p"`
-		TimeoutMs int32  `json:"t"`
-	}{passwd, int32(timeout.Milliseconds())}
+	t := &txn{Session: id, Open: &openTxn{Passwd: passwd, TimeoutMs: int32(timeout.Milliseconds())}}
 	if _, _, _, err := s.write(ctx, t); err != nil {
 		return 0, nil, 0, err
 	}

@@ -91,31 +91,31 @@ func (t *tree) remove(p string) {
 	}
 	delete(t.nodes, p)
 }
-func (t *tree) session(id int64) *session           { return t.sessions[id] }
-func (t *tree) openSession(id int64, s *session)    { t.sessions[id] = s }
-func (t *tree) closeSession(id int64)               { delete(t.sessions, id) }
-func (o *overlay) openSession(id int64, s *session) { o.sessions[id] = s }
-func (o *overlay) closeSession(id int64)            { o.sessions[id] = nil }
-func (o *overlay) put(p string, n *znode)           { o.nodes[p] = n }
-func (o *overlay) remove(p string)                  { o.nodes[p] = nil }
-func (o *overlay) node(p string) *znode             { return o.lookup(p) }
-func (o *overlay) mutable(p string) *znode          { return o.lookup(p).clone() }
+func (t *tree) session(id int64) *session        { return t.sessions[id] }
+func (t *tree) openSession(id int64, s *session) { t.sessions[id] = s }
+func (t *tree) closeSession(id int64)            { delete(t.sessions, id) }
+
+// overlay records a transaction's changes over the replica without touching it.
+type overlay struct {
+	base     *tree
+	nodes    map[string]*znode  // nil: removed
+	sessions map[int64]*session // nil: closed
+}
+
 func newOverlay(base *tree) *overlay {
 	return &overlay{base: base, nodes: map[string]*znode{}, sessions: map[int64]*session{}}
 }
-func (o *overlay) lookup(p string) *znode {
+
+func (o *overlay) node(p string) *znode {
 	if n, ok := o.nodes[p]; ok {
 		return n
 	}
 	return o.base.nodes[p]
 }
 
-// overlay records a transaction's changes over the replica without touching it.
-type overlay struct {
-	base     *tree
-	nodes    map[string]*znode // nil: removed
-	sessions map[int64]*session
-}
+func (o *overlay) mutable(p string) *znode { return o.node(p).clone() }
+func (o *overlay) put(p string, n *znode)  { o.nodes[p] = n }
+func (o *overlay) remove(p string)         { o.nodes[p] = nil }
 
 func (o *overlay) session(id int64) *session {
 	if s, ok := o.sessions[id]; ok {
@@ -124,18 +124,24 @@ func (o *overlay) session(id int64) *session {
 	return o.base.sessions[id]
 }
 
+func (o *overlay) openSession(id int64, s *session) { o.sessions[id] = s }
+func (o *overlay) closeSession(id int64)            { o.sessions[id] = nil }
+
 // txn is one log entry: a client's writes, or a session's open or close.
 type txn struct {
-	Nonce   string `json:"n"` // tells a writer whether an ambiguous append was its own
-	Time    int64  `json:"t"` // ms since the epoch: ctime/mtime of what it writes
-	Session int64  `json:"s"`
-	Auth    []ID   `json:"a,omitempty"` // the caller's ids: ACL checks and "auth" ACLs replay with them
-	Ops     []Op   `json:"o,omitempty"`
-	Open    *struct {
-		Passwd    []byte `json:"p"`
-		TimeoutMs int32  `json:"t"`
-	} `json:"open,omitempty"`
-	Close bool `json:"close,omitempty"`
+	Nonce   string   `json:"n"` // tells a writer whether an ambiguous append was its own
+	Time    int64    `json:"t"` // ms since the epoch: ctime/mtime of what it writes
+	Session int64    `json:"s"`
+	Auth    []ID     `json:"a,omitempty"` // the caller's ids: ACL checks and "auth" ACLs replay with them
+	Ops     []Op     `json:"o,omitempty"`
+	Open    *openTxn `json:"open,omitempty"`
+	Close   bool     `json:"close,omitempty"`
+}
+
+// openTxn is what a session's open transaction records.
+type openTxn struct {
+	Passwd    []byte `json:"p"`
+	TimeoutMs int32  `json:"t"`
 }
 
 // exec executes t as transaction zxid on st. It is deterministic in (state, t, zxid), so
@@ -372,7 +378,7 @@ func validatePath(p string, sequential bool) *Error {
 		}
 	}
 	for _, r := range p {
-		if r == 0 || (r > 0 && r < 0x1f) || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
+		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
 			return bad(fmt.Sprintf("invalid character %U", r))
 		}
 	}
