@@ -23,7 +23,9 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/internal/coordserve"
 	"github.com/ssfkit/ssfkit/internal/deploy"
+	"github.com/ssfkit/ssfkit/orchestrator/coord"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
 )
@@ -42,7 +44,10 @@ What it starts and writes, and the flags that move it or turn it off:
              (--temporal-port), its state in .ssfkit/temporal.db (--temporal-db),
              and a worker for the example's workflows and its SSFs as activities;
              --temporal off runs without Temporal, --temporal HOST:PORT uses that
-             cluster instead of starting one`
+             cluster instead of starting one
+  ZooKeeper  the coordination service for ZooKeeper clients on 127.0.0.1:2181
+             (--zk-addr; --zk-addr off turns it off), its state in the table
+             zookeeper of the store`
 
 // Runtime timing in dev: short enough that an abandoned request finishes within half a minute
 // and logs are reclaimed within minutes, long enough for any request to the example. The
@@ -50,6 +55,13 @@ What it starts and writes, and the flags that move it or turn it off:
 // execution (a config with a shorter relaunch delay is refused).
 // devMaxConnections bounds the dev server's open connections.
 const devMaxConnections = 256
+
+// zkOff turns dev's ZooKeeper endpoint off; coordTable is the coordination service's table in
+// dev's store (no example has an SSF of that name).
+const (
+	zkOff      = "off"
+	coordTable = "zookeeper"
+)
 
 // devTemporalPort is the embedded Temporal server's default frontend port, Temporal's own.
 const devTemporalPort = 7233
@@ -60,7 +72,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	storeFlag := fs.String("store", "", "store `URL`: sqlite:///abs/path.db, or mem:// for a throwaway run; each SSF gets its own table (default: sqlite database .ssfkit/dev.db in the current directory)")
 	configFile := fs.String("config", "", "an ssfkit config `file` ('ssfkit up' writes it): each SSF on the store it names, instead of --store")
 	addr := fs.String("addr", "127.0.0.1:8080", "HTTP listen `address`")
-	public := fs.Bool("public", false, "allow a non-loopback --addr; the API has no authentication")
+	public := fs.Bool("public", false, "allow a non-loopback --addr or --zk-addr; neither has authentication")
+	zkAddr := fs.String("zk-addr", coordDefaultAddr, "the coordination service's ZooKeeper client `address` ('off': none)")
 	icEvery := fs.Duration("ic-every", time.Second, "intent collector period (0 disables it)")
 	gcEvery := fs.Duration("gc-every", 10*time.Second, "garbage collector period (0 disables it)")
 	var tf temporalFlags
@@ -70,8 +83,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkListenAddr(*addr, *public); err != nil {
+	if err := checkListenAddr("dev", "--addr", *addr, *public); err != nil {
 		return &cliUsageError{err: err}
+	}
+	if *zkAddr != zkOff {
+		if err := checkListenAddr("dev", "--zk-addr", *zkAddr, *public); err != nil {
+			return &cliUsageError{err: err}
+		}
 	}
 	if *icEvery < 0 || *gcEvery < 0 {
 		return &cliUsageError{err: errors.New("dev: --ic-every and --gc-every must not be negative")}
@@ -93,6 +111,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("dev: %w", err)
 	}
 	defer ln.Close()
+	var zkLn net.Listener
+	if *zkAddr != zkOff {
+		if zkLn, err = listenZooKeeper("dev", "--zk-addr", *zkAddr, ", or --zk-addr off to run without it"); err != nil {
+			return err
+		}
+		defer zkLn.Close()
+	}
 
 	cfg := apps.DevConfig()
 	var temporalClient client.Client
@@ -127,6 +152,15 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("dev: %w", err)
 		}
 	}
+	zkLine := "off"
+	if zkLn != nil {
+		zk, err := coordserve.Start(ctx, place.coordURL, zkLn, coord.Config{}, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
+		if err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+		defer zk.Close()
+		zkLine = fmt.Sprintf("%s, ZooKeeper's protocol (zkCli.sh -server %[1]s), on %s", zkLn.Addr(), place.coordDescribe)
+	}
 	// A dev server may be left running: slow or idle clients cannot hold connections for
 	// ever, nor open without bound.
 	ln = netutil.LimitListener(ln, devMaxConnections)
@@ -159,7 +193,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.Runtimes, *icEvery, *gcEvery, temporalLine)
+	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.Runtimes, *icEvery, *gcEvery, temporalLine, zkLine)
 
 	select {
 	case err := <-served:
@@ -186,12 +220,13 @@ func temporalBannerLine(tf *temporalFlags, ex apps.App) string {
 	return line + "\n              inspect: temporal workflow list --address " + tf.address
 }
 
-// checkListenAddr refuses addresses reachable from other machines unless public is set: the
-// API invokes functions and shows their state without authentication.
-func checkListenAddr(addr string, public bool) error {
+// checkListenAddr refuses addresses reachable from other machines unless public is set: dev's
+// API invokes functions and shows their state without authentication, and a ZooKeeper
+// endpoint's nodes are as open as their ACLs. cmd and flagName name the command and flag in errors.
+func checkListenAddr(cmd, flagName, addr string, public bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("dev: --addr %q: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", addr, err)
+		return fmt.Errorf("%s: %s %q: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", cmd, flagName, addr, err)
 	}
 	if public {
 		return nil
@@ -206,7 +241,7 @@ func checkListenAddr(addr string, public bool) error {
 	if host == "" {
 		what = "every interface"
 	}
-	return fmt.Errorf("dev: --addr %q listens on %s, not a loopback address; the API has no authentication, so pass --public to expose it", addr, what)
+	return fmt.Errorf("%s: %s %q listens on %s, not a loopback address; it has no authentication, so pass --public to expose it", cmd, flagName, addr, what)
 }
 
 // devPlacement is where dev puts each SSF, and how it runs it.
@@ -216,6 +251,8 @@ type devPlacement struct {
 	tune     func(ssfName string, cfg *ssf.Config) // a config file's timings; nil: dev's
 	// overrides says, for the banner, what dev does differently from the config file and why.
 	overrides string
+	// coordURL is the coordination service's table; coordDescribe says where it is.
+	coordURL, coordDescribe string
 }
 
 // devTables returns where each SSF's table is: the stores of the config file when one is
@@ -252,6 +289,8 @@ func devTables(storeFlag, configFile string) (devPlacement, error) {
 			},
 			overrides: "asynchronous starts and relaunches run in this process, not on the config's queues:\n" +
 				"              the deployed functions consume those, and dev must not take their messages",
+			// A config names no coordination table; dev's stays in memory rather than on a cloud.
+			coordURL: "mem://", coordDescribe: "mem:// (a config names no coordination table)",
 		}, nil
 	}
 	base, err := devStoreURL(storeFlag)
@@ -262,7 +301,11 @@ func devTables(storeFlag, configFile string) (devPlacement, error) {
 	if err != nil {
 		return devPlacement{}, &cliUsageError{err: fmt.Errorf("dev: --store: %w", err)}
 	}
-	return devPlacement{describe: base, tableURL: tableURL}, nil
+	coordURL, err := tableURL(coordTable)
+	if err != nil {
+		return devPlacement{}, fmt.Errorf("dev: --store: %w", err)
+	}
+	return devPlacement{describe: base, tableURL: tableURL, coordURL: coordURL, coordDescribe: "table " + coordTable + " of the store"}, nil
 }
 
 // devStoreURL returns the store URL from --store, defaulting to .ssfkit/dev.db under the
@@ -308,7 +351,7 @@ func timings(runtimes map[string]*ssf.Runtime) string {
 	return strings.Join(lines, "\n              ")
 }
 
-func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal string) {
+func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal, zk string) {
 	every := func(d time.Duration) string {
 		if d == 0 {
 			return "off"
@@ -327,6 +370,7 @@ func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, r
   collectors  intents %[4]s, garbage %[5]s
               %[6]s%[7]s
   Temporal    %[10]s
+  ZooKeeper   %[11]s
   listening   %[2]s
   API         POST /v1/ssf/{name}                 invoke; JSON in and out
               GET  /v1/ssf/{name}/instances/{id}  status and result
@@ -340,7 +384,7 @@ is replayed (marked Idempotent-Replayed: true) while it is kept; after that the 
 refused as expired.
 Press Ctrl-C to stop.
 
-`, place.describe, base, apps.WrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.Title, ex.Try(base), temporal)
+`, place.describe, base, apps.WrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.Title, ex.Try(base), temporal, zk)
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.

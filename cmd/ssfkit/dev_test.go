@@ -42,7 +42,7 @@ func TestCheckListenAddr(t *testing.T) {
 		{"0.0.0.0:8080", true, true},
 		{"8080", false, false},
 	} {
-		err := checkListenAddr(tc.addr, tc.public)
+		err := checkListenAddr("dev", "--addr", tc.addr, tc.public)
 		if (err == nil) != tc.ok {
 			t.Errorf("checkListenAddr(%q, public=%v) = %v, want ok=%v", tc.addr, tc.public, err, tc.ok)
 		}
@@ -99,7 +99,7 @@ func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop 
 	out = &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runDev(ctx, append([]string{"--addr", "127.0.0.1:0", "--temporal", temporalOff}, args...), out, io.Discard)
+		done <- runDev(ctx, append([]string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--zk-addr", "127.0.0.1:0"}, args...), out, io.Discard)
 	}()
 	stop = func() {
 		cancel()
@@ -253,7 +253,7 @@ func TestDevHonoursTheConfig(t *testing.T) {
 		entry("teller")+","+shared+","+entry("audit")+`}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--config", config}, io.Discard, io.Discard)
+	err := runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--zk-addr", zkOff, "--config", config}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "SSFs accounts and teller are on one table") {
 		t.Fatalf("a config with two SSFs on one table: %v", err)
 	}
@@ -295,7 +295,7 @@ func TestDevHelpAndBusyPorts(t *testing.T) {
 	if err := runDev(context.Background(), []string{"-h"}, io.Discard, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("dev -h: %v", err)
 	}
-	for _, want := range []string{"127.0.0.1:8080 (--addr)", ".ssfkit/dev.db", "127.0.0.1:7233", "(--temporal-port)", ".ssfkit/temporal.db (--temporal-db)", "--temporal off"} {
+	for _, want := range []string{"127.0.0.1:8080 (--addr)", ".ssfkit/dev.db", "127.0.0.1:7233", "(--temporal-port)", ".ssfkit/temporal.db (--temporal-db)", "--temporal off", "127.0.0.1:2181", "--zk-addr off"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("dev -h does not say %q:\n%s", want, help.String())
 		}
@@ -309,11 +309,11 @@ func TestDevHelpAndBusyPorts(t *testing.T) {
 	port := busy.Addr().(*net.TCPAddr).Port
 	dir := t.TempDir()
 	store := "sqlite://" + dir + "/dev.db"
-	err = runDev(context.Background(), []string{"--addr", busy.Addr().String(), "--temporal", temporalOff, "--store", store}, io.Discard, io.Discard)
+	err = runDev(context.Background(), []string{"--addr", busy.Addr().String(), "--temporal", temporalOff, "--zk-addr", zkOff, "--store", store}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--addr") {
 		t.Errorf("dev on a busy HTTP port: %v, want an error naming --addr", err)
 	}
-	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--store", store,
+	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--store", store, "--zk-addr", zkOff,
 		"--temporal-port", fmt.Sprint(port), "--temporal-db", dir + "/temporal.db"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--temporal-port") || !strings.Contains(err.Error(), "--temporal off") {
 		t.Errorf("dev on a busy Temporal port: %v, want an error naming --temporal-port and --temporal off", err)

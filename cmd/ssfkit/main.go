@@ -41,8 +41,9 @@ var commands = []command{
 			"workflows on an embedded Temporal server and SIGKILLs the worker process"},
 	{name: "dev", args: "[flags]", run: runDev,
 		summary: "serve an example's SSFs over HTTP on 127.0.0.1:8080 (--addr), on the SQLite database " +
-			".ssfkit/dev.db (--store), with the collectors and an embedded Temporal server on " +
-			"127.0.0.1:7233 (--temporal-port; --temporal off) kept in .ssfkit/temporal.db"},
+			".ssfkit/dev.db (--store), with the collectors, an embedded Temporal server on " +
+			"127.0.0.1:7233 (--temporal-port; --temporal off) kept in .ssfkit/temporal.db, and the " +
+			"coordination service for ZooKeeper clients on 127.0.0.1:2181 (--zk-addr; --zk-addr off)"},
 	{name: "worker", args: "[flags]", run: runWorker,
 		summary: "host an example's SSFs as Temporal activities and its workflows on a Temporal cluster " +
 			"(127.0.0.1:7233, e.g. dev's; --temporal), with the collectors"},
@@ -56,6 +57,9 @@ var commands = []command{
 			"in .ssfkit/dev.db; a cloud, terraform plan, the policies on the plan, apply"},
 	{name: "down", args: "--cloud " + cloudChoices() + " [flags]", run: runDown,
 		summary: "destroy what 'ssfkit up' stood up (a cloud: terraform destroy), then remove its config"},
+	{name: "coord", variants: func() []string { return []string{"serve"} }, args: "--store URL [flags]", run: runCoord,
+		summary: "serve the coordination service (ZooKeeper's model on a store table) to ZooKeeper clients " +
+			"on 127.0.0.1:2181 (--addr); docs/coordination.md"},
 	{name: "log", variants: logActionNames, args: "-store URL [flags]", run: runLog,
 		summary: "list, read, trim and collect a shared log in a live store"},
 	{name: "policy", variants: func() []string { return []string{"check"} }, args: "[flags] PLAN.json", run: runPolicy,

@@ -67,6 +67,11 @@ var rules = []rule{
 		denies: func(_, imp string) bool { return testKit[imp] },
 	},
 	{
+		name:    "the coordination service (orchestrator/coord) imports only the store API: the ZooKeeper endpoint and the CLI import it",
+		applies: func(pkg string) bool { return pkg == "orchestrator/coord" },
+		denies:  func(_, imp string) bool { return imp != "adapters/store" },
+	},
+	{
 		name:    "examples import no internal package: they are what users write",
 		applies: func(pkg string) bool { return strings.HasPrefix(pkg, "examples/") },
 		denies:  func(_, imp string) bool { return strings.HasPrefix(imp, "internal/") },
@@ -144,6 +149,7 @@ func TestImportRulesBite(t *testing.T) {
 		{"adapters/store", "orchestrator/ssf"},
 		{"adapters/host", "adapters/host/local"},
 		{"orchestrator/sharedlog", "adapters/host/local"},
+		{"orchestrator/coord", "orchestrator/ssf"},
 	} {
 		broken := 0
 		for _, r := range rules {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+// zkRoundTrip connects a ZooKeeper client to addr, creates a node and reads it back.
+func zkRoundTrip(t *testing.T, addr, path string) {
+	t.Helper()
+	c, events, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case ev := <-events:
+			if ev.State != zk.StateHasSession {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("no session")
+		}
+		break
+	}
+	if _, err := c.Create(path, []byte("hello"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if data, st, err := c.Get(path); err != nil || string(data) != "hello" || st.EphemeralOwner != c.SessionID() {
+		t.Fatalf("get %s: %q %+v %v", path, data, st, err)
+	}
+}
+
+func TestCoordServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runCoord(ctx, []string{"serve", "--store", "sqlite://" + t.TempDir() + "/zk.db?table=zookeeper", "--addr", "127.0.0.1:0"}, out, io.Discard)
+	}()
+	on := regexp.MustCompile(`ZooKeeper protocol on (127\.0\.0\.1:\d+)`)
+	addr := ""
+	for deadline := time.Now().Add(20 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
+		if m := on.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("coord serve exited: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coord serve printed no address:\n%s", out.String())
+		}
+	}
+	zkRoundTrip(t, addr, "/serve")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("coord serve: %v", err)
+	}
+}
+
+// coord serve refuses a missing store, a public address without --public, and a busy port,
+// naming the flag.
+func TestCoordServeRefusals(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve"}, "--store is required"},
+		{[]string{"serve", "--store", "mem://", "--addr", "0.0.0.0:2181"}, "pass --public"},
+		{[]string{"serve", "--store", "mem://", "--addr", busy.Addr().String()}, "already in use"},
+		{[]string{"start"}, "give the action: serve"},
+	} {
+		err := runCoord(context.Background(), tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("coord %q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// dev serves the coordination service beside the example; a busy ZooKeeper port names the
+// flags that move it or turn it off.
+func TestDevServesZooKeeper(t *testing.T) {
+	_, out, stop := startDev(t, "--store", "sqlite://"+t.TempDir()+"/dev.db")
+	m := regexp.MustCompile(`ZooKeeper\s+(127\.0\.0\.1:\d+), ZooKeeper's protocol`).FindStringSubmatch(out.String())
+	if m == nil {
+		stop()
+		t.Fatalf("the banner has no ZooKeeper line:\n%s", out.String())
+	}
+	zkRoundTrip(t, m[1], "/dev")
+	stop()
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--store", "sqlite://" + t.TempDir() + "/dev.db",
+		"--zk-addr", busy.Addr().String()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--zk-addr 127.0.0.1:PORT") || !strings.Contains(err.Error(), "--zk-addr off") {
+		t.Errorf("dev on a busy ZooKeeper port: %v", err)
+	}
+	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--zk-addr", "0.0.0.0:2181"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--zk-addr") || !strings.Contains(err.Error(), "--public") {
+		t.Errorf("dev with a public --zk-addr: %v", err)
+	}
+}

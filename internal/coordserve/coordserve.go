@@ -1,0 +1,57 @@
+// Package coordserve runs the coordination service (orchestrator/coord) with its ZooKeeper
+// endpoint (adapters/host/zkserver) on one store table: what `ssfkit coord serve` and `ssfkit
+// dev` start.
+package coordserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/ssfkit/ssfkit/adapters/host/zkserver"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/orchestrator/coord"
+)
+
+// Server is a running coordination service and its ZooKeeper endpoint.
+type Server struct {
+	tbl    *store.Table
+	svc    *coord.Service
+	zs     *zkserver.Server
+	served chan error
+}
+
+// Start opens storeURL's table, replays its log and serves ZooKeeper clients on ln (which it
+// closes on Close). The caller listens, so a busy port is its error to explain.
+func Start(ctx context.Context, storeURL string, ln net.Listener, cfg coord.Config, logf func(format string, args ...any)) (*Server, error) {
+	tbl, err := store.Open(ctx, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := coord.New(ctx, tbl, cfg)
+	if err != nil {
+		tbl.Close()
+		return nil, err
+	}
+	s := &Server{tbl: tbl, svc: svc, zs: zkserver.New(svc, logf), served: make(chan error, 1)}
+	go func() {
+		err := s.zs.Serve(ln)
+		if err == nil {
+			err = errors.New("stopped")
+		}
+		s.served <- fmt.Errorf("coordination service on %s: %w", ln.Addr(), err)
+	}()
+	return s, nil
+}
+
+// Failed delivers the error that stopped the endpoint (accepting failed) before Close.
+func (s *Server) Failed() <-chan error { return s.served }
+
+// Close stops serving (clients' sessions stay in the table until they expire) and closes the
+// table.
+func (s *Server) Close() error {
+	s.zs.Close()
+	s.svc.Close()
+	return s.tbl.Close()
+}

@@ -1,0 +1,816 @@
+package coord
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// The table's partitions.
+const (
+	txnPartition     = "zk/txn"     // one row per zxid, sort key its 20-digit decimal
+	blobPartition    = "zk/blob"    // a large transaction's parts, written before its log row
+	sessionPartition = "zk/session" // one heartbeat row per session, sort key its hex id
+)
+
+// Config tunes a Service; zero values take ZooKeeper's defaults for a 2 s tick.
+type Config struct {
+	// MinSessionTimeout and MaxSessionTimeout bound a negotiated session timeout (4 s, 40 s).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// Tick is how often the Service reads other writers' transactions and looks for expired
+	// sessions (200 ms).
+	Tick time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 4 * time.Second
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 40 * time.Second
+	}
+	if c.MaxSessionTimeout < c.MinSessionTimeout {
+		c.MaxSessionTimeout = c.MinSessionTimeout
+	}
+	if c.Tick <= 0 {
+		c.Tick = 200 * time.Millisecond
+	}
+	return c
+}
+
+// ErrClientAhead: a reconnecting client has seen a zxid this server has not, so serving it would
+// let it see the past (ZooKeeper refuses such a connection; the client tries again).
+var ErrClientAhead = errors.New("coord: the client has seen a later zxid than this server")
+
+// Service is one server of the coordination service over a store table. Several Services (in
+// several processes) may share a table; each serves from its own replica of the log.
+type Service struct {
+	tbl *store.Table
+	cfg Config
+
+	applyMu sync.Mutex   // one catch-up at a time
+	writeMu sync.Mutex   // one append attempt at a time in this process
+	mu      sync.RWMutex // the replica: applies write-lock it, reads read-lock it
+	t       *tree
+	broken  error // a log entry that did not apply: the Service refuses everything after it
+
+	watchMu  sync.Mutex
+	dataW    map[string]map[*Watcher]bool // data and exists watches, by path
+	childW   map[string]map[*Watcher]bool
+	attached map[int64]*Watcher
+
+	touchMu sync.Mutex
+	touched map[int64]time.Time // when this Service last refreshed a session's heartbeat row
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Watcher is one connection's attachment to its session: where that session's watch events go.
+type Watcher struct {
+	session int64
+	notify  func(Event) // called with the replica locked, in zxid order: must not block
+	closed  func()      // the session ended, or attached elsewhere: must not block
+	data    map[string]bool
+	child   map[string]bool
+}
+
+// Caller is who makes a request: its session (0 for none), its authenticated ids and, to set
+// watches, its attachment.
+type Caller struct {
+	Session int64
+	Auth    []ID
+	W       *Watcher
+}
+
+// New replays tbl's log into a replica and starts the Service's tick (log tail and expirer).
+func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
+	if lim := tbl.Limits().MaxRowBytes; lim > 0 && lim < 8<<10 {
+		return nil, fmt.Errorf("coord: store %s rows hold %d bytes; the log needs at least 8 KiB", tbl.Name(), lim)
+	}
+	s := &Service{
+		tbl: tbl, cfg: cfg.withDefaults(), t: newTree(),
+		dataW: map[string]map[*Watcher]bool{}, childW: map[string]map[*Watcher]bool{},
+		attached: map[int64]*Watcher{}, touched: map[int64]time.Time{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if err := s.catchUp(ctx, 0); err != nil {
+		return nil, err
+	}
+	go s.loop()
+	return s, nil
+}
+
+// Close stops the tick. Sessions live on in the table; another Service may serve them.
+func (s *Service) Close() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
+
+func (s *Service) loop() {
+	defer close(s.done)
+	tk := time.NewTicker(s.cfg.Tick)
+	defer tk.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tk.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*s.cfg.Tick+5*time.Second)
+		// Both are retried next tick; a store outage shows in requests' errors.
+		_ = s.catchUp(ctx, 0)
+		_ = s.expire(ctx)
+		cancel()
+	}
+}
+
+// LastZxid is the last transaction applied to this Service's replica.
+func (s *Service) LastZxid() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.t.zxid
+}
+
+// Sync brings the replica up to the log's end (ZooKeeper's sync) and returns its zxid.
+func (s *Service) Sync(ctx context.Context) (int64, error) {
+	if err := s.catchUp(ctx, 0); err != nil {
+		return 0, err
+	}
+	return s.LastZxid(), nil
+}
+
+func txnKey(zxid int64) store.Key {
+	return store.Key{Partition: txnPartition, Sort: fmt.Sprintf("%020d", zxid)}
+}
+
+// catchUp applies the log's entries after the replica's zxid, up to until (0: to the end).
+func (s *Service) catchUp(ctx context.Context, until int64) error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if s.broken != nil {
+		return s.broken
+	}
+	for until == 0 || s.t.zxid < until {
+		next := s.t.zxid + 1
+		t, found, err := s.readTxn(ctx, next)
+		if err != nil {
+			return err
+		}
+		if !found {
+			if until != 0 {
+				return fmt.Errorf("coord: log entry %d is missing", next)
+			}
+			return nil
+		}
+		s.mu.Lock()
+		_, events, _, xerr := exec(s.t, t, next)
+		if xerr != nil {
+			// Validation ran exec on the same state: a logged transaction cannot fail unless the
+			// log was written by something else. Serving on would diverge from other replicas.
+			s.broken = fmt.Errorf("coord: log entry %d does not apply (%v); refusing to serve", next, xerr)
+			s.mu.Unlock()
+			return s.broken
+		}
+		s.t.zxid = next
+		s.fire(events, t)
+		s.mu.Unlock()
+		if t.Close {
+			s.touchMu.Lock()
+			delete(s.touched, t.Session)
+			s.touchMu.Unlock()
+		}
+	}
+	return nil
+}
+
+// fire delivers events to the watches they trigger and ends a closed session's attachment.
+// It runs with the replica write-locked, so deliveries are in zxid order and precede any reply
+// computed on the new state.
+func (s *Service) fire(events []Event, t *txn) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	for _, ev := range events {
+		got := map[*Watcher]bool{}
+		take := func(tbl map[string]map[*Watcher]bool, child bool) {
+			for w := range tbl[ev.Path] {
+				got[w] = true
+				if child {
+					delete(w.child, ev.Path)
+				} else {
+					delete(w.data, ev.Path)
+				}
+			}
+			delete(tbl, ev.Path)
+		}
+		switch ev.Type {
+		case NodeCreated, NodeDataChanged:
+			take(s.dataW, false)
+		case NodeDeleted:
+			take(s.dataW, false)
+			take(s.childW, true)
+		case NodeChildrenChanged:
+			take(s.childW, true)
+		}
+		// One event per watcher however many of its watches it fires, in a stable order.
+		ws := make([]*Watcher, 0, len(got))
+		for w := range got {
+			ws = append(ws, w)
+		}
+		sort.Slice(ws, func(i, j int) bool { return ws[i].session < ws[j].session })
+		for _, w := range ws {
+			w.notify(ev)
+		}
+	}
+	if t.Close {
+		if w := s.attached[t.Session]; w != nil {
+			s.detachLocked(w)
+			w.closed()
+		}
+	}
+}
+
+// readTxn reads log entry zxid, joining its parts when it was too large for one row.
+func (s *Service) readTxn(ctx context.Context, zxid int64) (*txn, bool, error) {
+	a, found, err := s.tbl.Get(ctx, txnKey(zxid))
+	if err != nil || !found {
+		return nil, found, err
+	}
+	enc, _ := a["t"].([]byte)
+	if blob, ok := a["blob"].(string); ok {
+		parts, _ := a["parts"].(int64)
+		var buf bytes.Buffer
+		for i := int64(0); i < parts; i++ {
+			pa, ok, err := s.tbl.Get(ctx, store.Key{Partition: blobPartition, Sort: fmt.Sprintf("%s/%06d", blob, i)})
+			if err != nil {
+				return nil, false, err
+			}
+			b, _ := pa["b"].([]byte)
+			if !ok || b == nil {
+				return nil, false, fmt.Errorf("coord: log entry %d: part %d of %d is missing", zxid, i, parts)
+			}
+			buf.Write(b)
+		}
+		enc = buf.Bytes()
+	}
+	var t txn
+	if err := json.Unmarshal(enc, &t); err != nil {
+		return nil, false, fmt.Errorf("coord: log entry %d: %w", zxid, err)
+	}
+	return &t, true, nil
+}
+
+// appendTxn claims zxid for t: true if t is now the log's entry zxid, false if another writer's
+// entry is. The conditional create is what orders all writers.
+func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, error) {
+	enc, err := json.Marshal(t)
+	if err != nil {
+		return false, err
+	}
+	upd := store.Update{store.SetAttr(store.Attr("t"), enc)}
+	room := 1 << 30
+	if lim := s.tbl.Limits().MaxRowBytes; lim > 0 {
+		room = lim - 4<<10 // keys and attribute names
+	}
+	var partKeys []store.Key
+	if len(enc) > room {
+		// The parts go first, under an id of this attempt, so the entry is whole once it exists.
+		blob := fmt.Sprintf("%s-%d", t.Nonce, zxid)
+		for i := 0; i*room < len(enc); i++ {
+			k := store.Key{Partition: blobPartition, Sort: fmt.Sprintf("%s/%06d", blob, i)}
+			partKeys = append(partKeys, k)
+			if err := s.tbl.Put(ctx, k, store.Attrs{"b": enc[i*room : min(len(enc), (i+1)*room)]}); err != nil {
+				return false, err
+			}
+		}
+		upd = store.Update{store.SetAttr(store.Attr("blob"), blob), store.SetAttr(store.Attr("parts"), int64(len(partKeys)))}
+	}
+	lost := func() (bool, error) {
+		// Certainly not ours: nothing will ever read these parts. (After an ambiguous failure
+		// they stay: the entry may yet name them.)
+		for _, k := range partKeys {
+			if _, err := s.tbl.Delete(ctx, k, store.Always()); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	}
+	r, err := s.tbl.Update(ctx, txnKey(zxid), store.RowAbsent(), upd)
+	if err != nil {
+		// Ambiguous (a lost reply): the entry tells whose it is.
+		got, found, rerr := s.readTxn(ctx, zxid)
+		if rerr != nil || !found {
+			return false, err
+		}
+		if got.Nonce != t.Nonce {
+			return lost()
+		}
+		return true, nil
+	}
+	if !r.Applied {
+		return lost()
+	}
+	return true, nil
+}
+
+// write validates t against the replica, claims the next zxid for it and applies it.
+func (s *Service) write(ctx context.Context, t *txn) ([]Result, int64, int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	t.Nonce = randomHex(12)
+	for {
+		if err := s.catchUp(ctx, 0); err != nil {
+			return nil, 0, 0, err
+		}
+		s.mu.RLock()
+		zxid := s.t.zxid + 1
+		t.Time = time.Now().UnixMilli()
+		res, _, failed, xerr := exec(newOverlay(s.t), t, zxid)
+		s.mu.RUnlock()
+		if xerr != nil {
+			return nil, 0, failed, xerr
+		}
+		won, err := s.appendTxn(ctx, zxid, t)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if !won {
+			continue // another writer took zxid: validate again on the state it made
+		}
+		if err := s.catchUp(ctx, zxid); err != nil {
+			return nil, 0, 0, err
+		}
+		return res, zxid, 0, nil
+	}
+}
+
+// Write applies one op as one transaction.
+func (s *Service) Write(ctx context.Context, c Caller, op Op) (Result, int64, error) {
+	res, zxid, _, err := s.write(ctx, &txn{Session: c.Session, Auth: c.Auth, Ops: []Op{op}})
+	if err != nil {
+		return Result{}, 0, err
+	}
+	return res[0], zxid, nil
+}
+
+// Multi applies ops as one transaction, all or nothing. When an op fails it returns that op's
+// error and a result per op: OK before it, its code, RuntimeInconsistency after it.
+func (s *Service) Multi(ctx context.Context, c Caller, ops []Op) ([]Result, int64, error) {
+	if len(ops) == 0 {
+		// ZooKeeper answers an empty multi with no results and no transaction.
+		return nil, s.LastZxid(), nil
+	}
+	for _, op := range ops {
+		switch op.Kind {
+		case OpCreate, OpDelete, OpSetData, OpCheck:
+		default:
+			return nil, 0, errf(BadArguments, op.Path, "operation %d in a multi", op.Kind)
+		}
+	}
+	res, zxid, failed, err := s.write(ctx, &txn{Session: c.Session, Auth: c.Auth, Ops: ops})
+	var e *Error
+	if errors.As(err, &e) && e.Code != SessionExpired {
+		res = make([]Result, len(ops))
+		for i := range res {
+			switch {
+			case i < failed:
+				res[i].Err = OK
+			case i == failed:
+				res[i].Err = e.Code
+			default:
+				res[i].Err = RuntimeInconsistency
+			}
+		}
+		return res, s.LastZxid(), err
+	}
+	return res, zxid, err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b)
+}
+
+// View is a consistent read of the replica: no transaction applies while it is in use.
+type View struct{ s *Service }
+
+// View runs fn on the replica. A reply fn queues is ordered after every watch event of the
+// state it shows and before any event of a later state.
+func (s *Service) View(fn func(v View)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fn(View{s})
+}
+
+// Zxid is the last transaction the view shows.
+func (v View) Zxid() int64 { return v.s.t.zxid }
+
+func (v View) check(c Caller) error {
+	if v.s.broken != nil {
+		return v.s.broken
+	}
+	if c.Session != 0 && v.s.t.sessions[c.Session] == nil {
+		return errf(SessionExpired, "", "session %#x", c.Session)
+	}
+	return nil
+}
+
+func (v View) lookup(c Caller, p string, perm int32) (*znode, error) {
+	if err := v.check(c); err != nil {
+		return nil, err
+	}
+	if err := validatePath(p, false); err != nil {
+		return nil, err
+	}
+	n := v.s.t.nodes[p]
+	if n == nil {
+		return nil, errf(NoNode, p, "")
+	}
+	if perm != 0 && !allowed(n.acl, c.Auth, perm) {
+		return nil, errf(NoAuth, p, "")
+	}
+	return n, nil
+}
+
+func (v View) watch(tbl map[string]map[*Watcher]bool, w *Watcher, p string, child bool) {
+	if w == nil {
+		return
+	}
+	v.s.watchMu.Lock()
+	defer v.s.watchMu.Unlock()
+	if v.s.attached[w.session] != w {
+		return // detached: its connection is gone
+	}
+	if tbl[p] == nil {
+		tbl[p] = map[*Watcher]bool{}
+	}
+	tbl[p][w] = true
+	if child {
+		w.child[p] = true
+	} else {
+		w.data[p] = true
+	}
+}
+
+// Get returns a node's data and Stat; watch sets a data watch when the node exists.
+func (v View) Get(c Caller, p string, watch bool) ([]byte, Stat, error) {
+	n, err := v.lookup(c, p, PermRead)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	if watch {
+		v.watch(v.s.dataW, c.W, p, false)
+	}
+	return n.data, n.fullStat(), nil
+}
+
+// Exists returns a node's Stat or NoNode; watch sets a watch either way (NodeCreated fires it
+// when the node did not exist).
+func (v View) Exists(c Caller, p string, watch bool) (Stat, error) {
+	if err := v.check(c); err != nil {
+		return Stat{}, err
+	}
+	if err := validatePath(p, false); err != nil {
+		return Stat{}, err
+	}
+	if watch {
+		v.watch(v.s.dataW, c.W, p, false)
+	}
+	n := v.s.t.nodes[p]
+	if n == nil {
+		return Stat{}, errf(NoNode, p, "")
+	}
+	return n.fullStat(), nil
+}
+
+// Children returns a node's children, sorted, and its Stat; watch sets a child watch when the
+// node exists.
+func (v View) Children(c Caller, p string, watch bool) ([]string, Stat, error) {
+	n, err := v.lookup(c, p, PermRead)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	if watch {
+		v.watch(v.s.childW, c.W, p, true)
+	}
+	out := make([]string, 0, len(n.children))
+	for k := range n.children {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, n.fullStat(), nil
+}
+
+// ACL returns a node's ACL and Stat; it needs READ or ADMIN, as ZooKeeper 3.9's getACL does.
+func (v View) ACL(c Caller, p string) ([]ACL, Stat, error) {
+	n, err := v.lookup(c, p, 0)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	if !allowed(n.acl, c.Auth, PermRead) && !allowed(n.acl, c.Auth, PermAdmin) {
+		return nil, Stat{}, errf(NoAuth, p, "")
+	}
+	return append([]ACL(nil), n.acl...), n.fullStat(), nil
+}
+
+// Ephemerals lists the caller's session's ephemeral nodes under prefix, sorted.
+func (v View) Ephemerals(c Caller, prefix string) ([]string, error) {
+	if err := v.check(c); err != nil {
+		return nil, err
+	}
+	var out []string
+	if sess := v.s.t.sessions[c.Session]; sess != nil {
+		for p := range sess.ephemerals {
+			if strings.HasPrefix(p, prefix) {
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Descendants counts the nodes under p (ZooKeeper's getAllChildrenNumber); it needs READ on p.
+func (v View) Descendants(c Caller, p string) (int, error) {
+	n, err := v.lookup(c, p, PermRead)
+	if err != nil {
+		return 0, err
+	}
+	count := 0
+	var walk func(p string, n *znode)
+	walk = func(p string, n *znode) {
+		for k := range n.children {
+			cp := strings.TrimSuffix(p, "/") + "/" + k
+			count++
+			walk(cp, v.s.t.nodes[cp])
+		}
+	}
+	walk(p, n)
+	return count, nil
+}
+
+// SetWatches re-registers a reconnected client's watches as ZooKeeper does: a watch whose event
+// the client missed since relZxid fires now, the others are set.
+func (s *Service) SetWatches(w *Watcher, relZxid int64, data, exist, child []string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v := View{s}
+	var now []Event
+	for _, p := range data {
+		switch n := s.t.nodes[p]; {
+		case n == nil:
+			now = append(now, Event{Type: NodeDeleted, Path: p})
+		case n.stat.Mzxid > relZxid:
+			now = append(now, Event{Type: NodeDataChanged, Path: p})
+		default:
+			v.watch(s.dataW, w, p, false)
+		}
+	}
+	for _, p := range exist {
+		if s.t.nodes[p] != nil {
+			now = append(now, Event{Type: NodeCreated, Path: p})
+		} else {
+			v.watch(s.dataW, w, p, false)
+		}
+	}
+	for _, p := range child {
+		switch n := s.t.nodes[p]; {
+		case n == nil:
+			now = append(now, Event{Type: NodeDeleted, Path: p})
+		case n.stat.Pzxid > relZxid:
+			now = append(now, Event{Type: NodeChildrenChanged, Path: p})
+		default:
+			v.watch(s.childW, w, p, true)
+		}
+	}
+	for _, ev := range now {
+		ev.Zxid = s.t.zxid
+		w.notify(ev)
+	}
+}
+
+// Attach binds a connection to a live session (verifying its password, and that the client has
+// not seen later state than this replica), replacing any earlier connection of the session.
+// notify receives the session's watch events; closed is called when the session ends or another
+// connection attaches. It returns the session's timeout.
+func (s *Service) Attach(ctx context.Context, id int64, passwd []byte, lastZxidSeen int64, notify func(Event), closed func()) (*Watcher, time.Duration, error) {
+	if err := s.catchUp(ctx, 0); err != nil {
+		return nil, 0, err
+	}
+	s.mu.RLock()
+	sess := s.t.sessions[id]
+	zxid := s.t.zxid
+	s.mu.RUnlock()
+	if sess == nil || !bytes.Equal(sess.passwd, passwd) {
+		return nil, 0, errf(SessionExpired, "", "session %#x", id)
+	}
+	if lastZxidSeen > zxid {
+		return nil, 0, fmt.Errorf("%w: client at zxid %d, server at %d", ErrClientAhead, lastZxidSeen, zxid)
+	}
+	if err := s.Touch(ctx, id); err != nil {
+		return nil, 0, err
+	}
+	w := &Watcher{session: id, notify: notify, closed: closed, data: map[string]bool{}, child: map[string]bool{}}
+	s.watchMu.Lock()
+	old := s.attached[id]
+	if old != nil {
+		s.detachLocked(old)
+	}
+	s.attached[id] = w
+	s.watchMu.Unlock()
+	if old != nil {
+		old.closed()
+	}
+	return w, time.Duration(sess.timeoutMs) * time.Millisecond, nil
+}
+
+// Detach ends a connection's attachment and drops its watches (a reconnect sets them again).
+func (s *Service) Detach(w *Watcher) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	s.detachLocked(w)
+}
+
+func (s *Service) detachLocked(w *Watcher) {
+	for p := range w.data {
+		delete(s.dataW[p], w)
+		if len(s.dataW[p]) == 0 {
+			delete(s.dataW, p)
+		}
+	}
+	for p := range w.child {
+		delete(s.childW[p], w)
+		if len(s.childW[p]) == 0 {
+			delete(s.childW, p)
+		}
+	}
+	w.data, w.child = map[string]bool{}, map[string]bool{}
+	if s.attached[w.session] == w {
+		delete(s.attached, w.session)
+	}
+}
+
+func sessionKey(id int64) store.Key {
+	return store.Key{Partition: sessionPartition, Sort: fmt.Sprintf("%016x", uint64(id))}
+}
+
+// Negotiate clamps a requested session timeout into the configured bounds.
+func (s *Service) Negotiate(requested time.Duration) time.Duration {
+	return min(max(requested, s.cfg.MinSessionTimeout), s.cfg.MaxSessionTimeout)
+}
+
+// OpenSession starts a session with a negotiated timeout: its heartbeat row first, then its
+// open transaction (a row left by a crash in between expires like any other).
+func (s *Service) OpenSession(ctx context.Context, requested time.Duration) (int64, []byte, time.Duration, error) {
+	timeout := s.Negotiate(requested)
+	var idb [8]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return 0, nil, 0, err
+	}
+	id := int64(binary.BigEndian.Uint64(idb[:]) &^ (1 << 63))
+	if id == 0 {
+		id = 1
+	}
+	passwd := make([]byte, 16)
+	if _, err := rand.Read(passwd); err != nil {
+		return 0, nil, 0, err
+	}
+	now := time.Now()
+	r, err := s.tbl.Update(ctx, sessionKey(id), store.RowAbsent(), store.Update{
+		store.SetAttr(store.Attr("hb"), now.UnixMilli()),
+		store.SetAttr(store.Attr("to"), timeout.Milliseconds()),
+	})
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	if !r.Applied {
+		return 0, nil, 0, fmt.Errorf("coord: session id %#x is taken", id)
+	}
+	t := &txn{Session: id, Open: &openTxn{Passwd: passwd, TimeoutMs: int32(timeout.Milliseconds())}}
+	if _, _, _, err := s.write(ctx, t); err != nil {
+		return 0, nil, 0, err
+	}
+	s.touchMu.Lock()
+	s.touched[id] = now
+	s.touchMu.Unlock()
+	return id, passwd, timeout, nil
+}
+
+// Touch records that the session's client is alive. It refreshes the heartbeat row at most every
+// quarter timeout, and fails with SessionExpired once an expirer has fenced the session.
+func (s *Service) Touch(ctx context.Context, id int64) error {
+	s.mu.RLock()
+	sess := s.t.sessions[id]
+	s.mu.RUnlock()
+	if sess == nil {
+		return errf(SessionExpired, "", "session %#x", id)
+	}
+	now := time.Now()
+	s.touchMu.Lock()
+	last, ok := s.touched[id]
+	s.touchMu.Unlock()
+	if ok && now.Sub(last) < time.Duration(sess.timeoutMs)*time.Millisecond/4 {
+		return nil
+	}
+	r, err := s.tbl.Update(ctx, sessionKey(id), store.And(store.RowExists(), store.NotExists(store.Attr("dead"))),
+		store.Update{store.SetAttr(store.Attr("hb"), now.UnixMilli())})
+	if err != nil {
+		return err
+	}
+	if !r.Applied {
+		return errf(SessionExpired, "", "session %#x", id)
+	}
+	s.touchMu.Lock()
+	s.touched[id] = now
+	s.touchMu.Unlock()
+	return nil
+}
+
+// CloseSession ends a session: fence it, log its close (which removes its ephemerals), drop its
+// heartbeat row.
+func (s *Service) CloseSession(ctx context.Context, id int64) error {
+	if _, err := s.tbl.Update(ctx, sessionKey(id), store.RowExists(), store.Update{store.SetAttr(store.Attr("dead"), true)}); err != nil {
+		return err
+	}
+	return s.finishClose(ctx, id)
+}
+
+// finishClose logs a fenced session's close unless the log already has it, then drops its row.
+func (s *Service) finishClose(ctx context.Context, id int64) error {
+	_, _, _, err := s.write(ctx, &txn{Session: id, Close: true})
+	if err != nil && CodeOf(err) != SessionExpired {
+		return err
+	}
+	_, err = s.tbl.Delete(ctx, sessionKey(id), store.Always())
+	return err
+}
+
+// expire fences and closes every session whose heartbeat is older than its timeout, and
+// finishes closes a crashed closer left fenced.
+func (s *Service) expire(ctx context.Context) error {
+	rows, err := s.tbl.Scan(ctx, sessionPartition, store.ScanOptions{})
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	for _, row := range rows {
+		u, err := strconv.ParseUint(row.Key.Sort, 16, 64)
+		if err != nil {
+			continue // not a session row
+		}
+		id := int64(u)
+		if dead, _ := row.Attrs["dead"].(bool); dead {
+			if err := s.finishClose(ctx, id); err != nil {
+				return err
+			}
+			continue
+		}
+		hb, _ := row.Attrs["hb"].(int64)
+		to, _ := row.Attrs["to"].(int64)
+		if now-hb <= to {
+			continue
+		}
+		r, err := s.tbl.Update(ctx, row.Key, store.And(store.Equal(store.Attr("hb"), hb), store.NotExists(store.Attr("dead"))),
+			store.Update{store.SetAttr(store.Attr("dead"), true)})
+		if err != nil {
+			return err
+		}
+		if r.Applied {
+			if err := s.finishClose(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Check answers a standalone check op: the node exists, is readable and has version (-1: any).
+func (v View) Check(c Caller, p string, version int32) error {
+	n, err := v.lookup(c, p, PermRead)
+	if err != nil {
+		return err
+	}
+	if version != -1 && version != n.stat.Version {
+		return errf(BadVersion, p, "version %d, expected %d", n.stat.Version, version)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+// Package coord is a ZooKeeper-model coordination service (FaaSKeeper's data model and
+// guarantees, seeds/002) kept in one portable store table.
+//
+// Every write is a transaction appended to a totally ordered log in the table: the row for zxid N
+// is created with a conditional create (RowAbsent), so exactly one writer, in any process, wins
+// each zxid, and a writer validates its request against the state at N-1 before it may claim N.
+// The log is the truth; each Service replays it, in zxid order, into an in-memory replica that
+// serves reads (ZooKeeper's model: a server's local replica, sync to catch up). Applying a
+// transaction is deterministic and all-or-nothing under the replica's lock, so a multi, or a
+// session's expiry with all its ephemerals, is seen by readers entirely or not at all, and
+// watches fire, per session, in zxid order before any reply that shows the later state.
+//
+// Sessions are transactions too (open, close); liveness is a heartbeat row per session that the
+// serving process refreshes and any Service's expirer fences (marks dead) once it is older than
+// the session's timeout, before it appends the close: a fenced session cannot be refreshed, and
+// a fence left by a crashed expirer is finished by the next pass.
+//
+// Imports (docs/architecture.md): the portable store API only; no host, no command.
+package coord
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a ZooKeeper error code (KeeperException.Code), sent as-is on the wire.
+type Code int32
+
+// The codes this service returns.
+const (
+	OK                      Code = 0
+	SystemError             Code = -1
+	RuntimeInconsistency    Code = -2
+	MarshallingError        Code = -5
+	Unimplemented           Code = -6
+	BadArguments            Code = -8
+	APIError                Code = -100
+	NoNode                  Code = -101
+	NoAuth                  Code = -102
+	BadVersion              Code = -103
+	NoChildrenForEphemerals Code = -108
+	NodeExists              Code = -110
+	NotEmpty                Code = -111
+	SessionExpired          Code = -112
+	InvalidACL              Code = -114
+	AuthFailed              Code = -115
+)
+
+var codeNames = map[Code]string{
+	SystemError: "SystemError", RuntimeInconsistency: "RuntimeInconsistency",
+	MarshallingError: "MarshallingError", Unimplemented: "Unimplemented", BadArguments: "BadArguments",
+	APIError: "APIError", NoNode: "NoNode", NoAuth: "NoAuth", BadVersion: "BadVersion",
+	NoChildrenForEphemerals: "NoChildrenForEphemerals", NodeExists: "NodeExists", NotEmpty: "NotEmpty",
+	SessionExpired: "SessionExpired", InvalidACL: "InvalidACL", AuthFailed: "AuthFailed",
+}
+
+func (c Code) String() string {
+	if n, ok := codeNames[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("Code(%d)", int32(c))
+}
+
+// Error is a ZooKeeper error about a path.
+type Error struct {
+	Code Code
+	Path string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	s := "coord: " + e.Code.String()
+	if e.Path != "" {
+		s += " for " + e.Path
+	}
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	return s
+}
+
+func errf(c Code, path, format string, a ...any) *Error {
+	return &Error{Code: c, Path: path, Msg: fmt.Sprintf(format, a...)}
+}
+
+// CodeOf maps err onto a ZooKeeper code: an *Error's own, OK for nil, SystemError for anything
+// else (a store failure: the request may or may not have applied, as after a lost connection).
+func CodeOf(err error) Code {
+	if err == nil {
+		return OK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return SystemError
+}
+
+// Stat is a znode's metadata, field for field ZooKeeper's.
+type Stat struct {
+	Czxid          int64
+	Mzxid          int64
+	Ctime          int64
+	Mtime          int64
+	Version        int32
+	Cversion       int32
+	Aversion       int32
+	EphemeralOwner int64
+	DataLength     int32
+	NumChildren    int32
+	Pzxid          int64
+}
+
+// Permission bits of an ACL entry.
+const (
+	PermRead   int32 = 1
+	PermWrite  int32 = 2
+	PermCreate int32 = 4
+	PermDelete int32 = 8
+	PermAdmin  int32 = 16
+	PermAll    int32 = 31
+)
+
+// ID is an authenticated identity or an ACL's subject: scheme "world" (id "anyone"), "digest"
+// (id "user:base64(sha1(user:password))"), or, in a request's ACL, "auth" (the caller's ids).
+type ID struct {
+	Scheme string `json:"s"`
+	ID     string `json:"i"`
+}
+
+// ACL is one entry of a znode's access control list.
+type ACL struct {
+	Perms int32 `json:"p"`
+	ID
+}
+
+// OpenACLUnsafe is ZooKeeper's ZooDefs.Ids.OPEN_ACL_UNSAFE: everyone may do everything.
+var OpenACLUnsafe = []ACL{{Perms: PermAll, ID: ID{Scheme: "world", ID: "anyone"}}}
+
+// Mode is a create mode, numbered as ZooKeeper's CreateMode flags.
+type Mode int32
+
+// The create modes. Containers and TTL nodes are not implemented (Unimplemented).
+const (
+	Persistent           Mode = 0
+	Ephemeral            Mode = 1
+	PersistentSequential Mode = 2
+	EphemeralSequential  Mode = 3
+)
+
+func (m Mode) ephemeral() bool  { return m == Ephemeral || m == EphemeralSequential }
+func (m Mode) sequential() bool { return m == PersistentSequential || m == EphemeralSequential }
+
+// OpKind is a write operation, numbered as ZooKeeper's opcodes.
+type OpKind int32
+
+// The write operations a Write (and a multi) may hold.
+const (
+	OpCreate  OpKind = 1
+	OpDelete  OpKind = 2
+	OpSetData OpKind = 5
+	OpSetACL  OpKind = 7
+	OpCheck   OpKind = 13
+)
+
+// Op is one write: create (Path, Data, ACL, Mode), delete (Path, Version), setData (Path, Data,
+// Version), setACL (Path, ACL, Version: the ACL version) or check (Path, Version). Version -1
+// matches any version.
+type Op struct {
+	Kind    OpKind `json:"k"`
+	Path    string `json:"p"`
+	Data    []byte `json:"d,omitempty"`
+	ACL     []ACL  `json:"a,omitempty"`
+	Mode    Mode   `json:"m,omitempty"`
+	Version int32  `json:"v"`
+}
+
+// Result is one op's outcome: the created path (create), the node's Stat after the write
+// (create, setData, setACL), or, when a multi failed, Err (OK for the ops before the failing one,
+// RuntimeInconsistency for those after it, as ZooKeeper reports them).
+type Result struct {
+	Path string
+	Stat Stat
+	Err  Code
+}
+
+// EventType is a watch event's type, numbered as ZooKeeper's.
+type EventType int32
+
+// The watch events.
+const (
+	NodeCreated         EventType = 1
+	NodeDeleted         EventType = 2
+	NodeDataChanged     EventType = 3
+	NodeChildrenChanged EventType = 4
+)
+
+// Event is a fired one-time watch.
+type Event struct {
+	Type EventType
+	Path string
+	Zxid int64
+}
+
+// MaxData is the largest znode data accepted: ZooKeeper's 1 MB jute.maxbuffer order of size.
+const MaxData = 1 << 20
