@@ -1,6 +1,8 @@
 // Package coordserve runs the coordination service (orchestrator/coord) with its ZooKeeper
 // endpoint (adapters/host/zkserver) on one store table: what `ssfkit coord serve` and `ssfkit
 // dev` start.
+//
+// Imports: the store API, orchestrator/coord and adapters/host/zkserver; cmd/ssfkit imports it.
 package coordserve
 
 import (
