@@ -492,10 +492,14 @@ func (v View) Exists(c Caller, p string, watch bool) (Stat, error) {
 	if err := validatePath(p, false); err != nil {
 		return Stat{}, err
 	}
+	n := v.s.t.nodes[p]
+	// ZooKeeper needs READ on a node that exists, and sets no watch when it is refused.
+	if n != nil && !allowed(n.acl, c.Auth, PermRead) {
+		return Stat{}, errf(NoAuth, p, "")
+	}
 	if watch {
 		v.watch(v.s.dataW, c.W, p, false)
 	}
-	n := v.s.t.nodes[p]
 	if n == nil {
 		return Stat{}, errf(NoNode, p, "")
 	}

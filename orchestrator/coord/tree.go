@@ -16,6 +16,11 @@ type znode struct {
 	acl      []ACL
 	stat     Stat
 	children map[string]bool
+	// created counts the children ever created under the node: ZooKeeper numbers sequential
+	// children from it. Deletes raise the cversion clients see but not this count (a real
+	// server names the child created after "create s-0, s-1; delete s-0" s-0000000002, with the
+	// cversion at 3; tests/zkcompat holds the two to it).
+	created int32
 }
 
 func (n *znode) clone() *znode {
@@ -302,8 +307,8 @@ func create(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
 	}
 	p := op.Path
 	if op.Mode.sequential() {
-		// ZooKeeper numbers from the parent's cversion, 10 digits, wrapping like an int32.
-		p = fmt.Sprintf("%s%010d", op.Path, parent.stat.Cversion)
+		// 10 digits from the parent's count of created children, wrapping like an int32.
+		p = fmt.Sprintf("%s%010d", op.Path, parent.created)
 	}
 	if st.node(p) != nil {
 		return Result{}, nil, errf(NodeExists, p, "")
@@ -320,6 +325,7 @@ func create(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
 	pm := st.mutable(parentPath)
 	pm.children[path.Base(p)] = true
 	pm.stat.Cversion++
+	pm.created++
 	pm.stat.Pzxid = zxid
 	st.put(parentPath, pm)
 	st.put(p, n)

@@ -169,7 +169,7 @@ const (
 type Op struct {
 	Kind    OpKind `json:"k"`
 	Path    string `json:"p"`
-	Data    []byte `json:"d,omitempty"`
+	Data    []byte `json:"d"` // null and empty differ: a client reads back which it wrote
 	ACL     []ACL  `json:"a,omitempty"`
 	Mode    Mode   `json:"m,omitempty"`
 	Version int32  `json:"v"`

@@ -289,7 +289,12 @@ func (c *conn) handshake() error {
 	timeout := time.Duration(r.int32()) * time.Millisecond
 	id := r.int64()
 	passwd := r.buffer()
-	readOnly := len(r.b) > 0 && r.bool()
+	// A client that sends the read-only flag (whatever its value) expects the server's in the
+	// reply; an old client sends none and gets none, as ZooKeeper answers it.
+	newClient := len(r.b) > 0
+	if newClient {
+		r.bool() // canBeReadOnly: this server is never read-only, so it changes nothing
+	}
 	if r.err != nil {
 		return r.err
 	}
@@ -308,24 +313,24 @@ func (c *conn) handshake() error {
 	w, negotiated, err := svc.Attach(c.srv.ctx, id, passwd, lastZxid, c.notify, func() { c.nc.Close() })
 	if coord.CodeOf(err) == coord.SessionExpired {
 		// ZooKeeper's answer to an expired session or a wrong password: session id 0.
-		c.send(connectResponse(0, 0, make([]byte, 16), readOnly))
+		c.send(connectResponse(0, 0, make([]byte, 16), newClient))
 		return errExpired
 	}
 	if err != nil {
 		return err
 	}
 	c.session, c.timeout, c.w = id, negotiated, w
-	c.send(connectResponse(negotiated, id, passwd, readOnly))
+	c.send(connectResponse(negotiated, id, passwd, newClient))
 	return nil
 }
 
-func connectResponse(timeout time.Duration, id int64, passwd []byte, readOnly bool) []byte {
+func connectResponse(timeout time.Duration, id int64, passwd []byte, newClient bool) []byte {
 	w := &writer{b: make([]byte, 4, 48)}
 	w.int32(0)
 	w.int32(int32(timeout.Milliseconds()))
 	w.int64(id)
 	w.buffer(passwd)
-	if readOnly {
+	if newClient {
 		w.bool(false) // this server is never read-only
 	}
 	binary.BigEndian.PutUint32(w.b, uint32(len(w.b)-4))

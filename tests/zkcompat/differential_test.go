@@ -1,0 +1,148 @@
+package zkcompat
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
+	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
+	"github.com/ssfkit/ssfkit/internal/coordserve"
+	"github.com/ssfkit/ssfkit/internal/testservers"
+	"github.com/ssfkit/ssfkit/orchestrator/coord"
+)
+
+// startEndpoint serves ssfkit's coordination service on storeURL at a fresh 127.0.0.1 port,
+// with ZooKeeper's session bounds as testservers.ZooKeeper configures them.
+func startEndpoint(t *testing.T, storeURL string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := coordserve.Start(context.Background(), storeURL, ln,
+		coord.Config{MinSessionTimeout: 400 * time.Millisecond, MaxSessionTimeout: time.Minute}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// Every scenario gives the same transcript on ssfkit's endpoint, on each embedded store, as on
+// the real Apache ZooKeeper server.
+func TestDifferentialAgainstZooKeeper(t *testing.T) {
+	reference := testservers.ZooKeeper.Addr(t)
+	endpoints := map[string]string{
+		"mem":    startEndpoint(t, "mem://zkcompat"),
+		"sqlite": startEndpoint(t, fmt.Sprintf("sqlite://%s/coord.db?table=zookeeper", t.TempDir())),
+	}
+	for _, name := range Scenarios() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root := newRoot()
+			want, err := Run(reference, name, root)
+			if err != nil {
+				t.Fatalf("on ZooKeeper: %v", err)
+			}
+			for store, addr := range endpoints {
+				got, err := Run(addr, name, root)
+				if err != nil {
+					t.Errorf("on ssfkit (%s): %v", store, err)
+					continue
+				}
+				if diff := firstDifference(want, got); diff != "" {
+					t.Errorf("ssfkit (%s) differs from ZooKeeper %s\nZooKeeper:\n%s\nssfkit:\n%s", store, diff,
+						strings.Join(want, "\n"), strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// firstDifference describes the first line where the transcripts differ, or "" if they agree.
+func firstDifference(want, got []string) string {
+	for i := range max(len(want), len(got)) {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			return fmt.Sprintf("at line %d:\n  ZooKeeper: %s\n  ssfkit:    %s", i+1, w, g)
+		}
+	}
+	return ""
+}
+
+// kazoo's recipes work unchanged on ssfkit's endpoint.
+func TestKazooRecipesOnSsfkit(t *testing.T) {
+	runKazoo(t, startEndpoint(t, fmt.Sprintf("sqlite://%s/coord.db?table=zookeeper", t.TempDir())))
+}
+
+// zkCliScript is a session of ZooKeeper's own command-line client, typed on its standard input.
+const zkCliScript = `create /zkcli hello
+create -s /zkcli/s- x
+create -e /zkcli/e y
+ls /zkcli
+get /zkcli
+set /zkcli world
+get -s /zkcli
+delete /zkcli/s-0000000000
+stat /zkcli
+set -v 0 /zkcli nope
+delete /zkcli
+create /zkcli/e/kid z
+ls -s /zkcli
+quit
+`
+
+// zkCli runs zkCliScript against server and returns what it printed, without what differs
+// between servers by design (zxids, times, the address).
+func zkCli(t *testing.T, server string) string {
+	t.Helper()
+	cp, err := testservers.ZooKeeperClasspath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	java, err := testservers.Java()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(java, "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
+		"org.apache.zookeeper.ZooKeeperMain", "-server", server)
+	cmd.Stdin = strings.NewReader(zkCliScript)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zkCli against %s: %v\n%s", server, err, out)
+	}
+	var kept []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if zkCliVaries.MatchString(l) {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, "\n")
+}
+
+var zkCliVaries = regexp.MustCompile(`^(cZxid|mZxid|pZxid|ctime|mtime) = |^Connecting to |^WatchedEvent .* zxid: `)
+
+// ZooKeeper's Java client, as zkCli.sh runs it, prints the same on ssfkit's endpoint as on the
+// real server.
+func TestZkCliOnSsfkit(t *testing.T) {
+	want := zkCli(t, testservers.ZooKeeper.Addr(t))
+	if !strings.Contains(want, "Created /zkcli/s-0000000000") || !strings.Contains(want, "Node not empty: /zkcli") {
+		t.Fatalf("the script did not run on ZooKeeper:\n%s", want)
+	}
+	if got := zkCli(t, startEndpoint(t, "mem://zkcli")); got != want {
+		t.Fatalf("zkCli differs on ssfkit %s\nZooKeeper:\n%s\nssfkit:\n%s", firstDifference(strings.Split(want, "\n"), strings.Split(got, "\n")), want, got)
+	}
+}
