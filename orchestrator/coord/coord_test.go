@@ -3,6 +3,7 @@ package coord
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -448,7 +449,11 @@ func dump(s *Service) string {
 	var walk func(p string)
 	walk = func(p string) {
 		n := s.t.nodes[p]
-		fmt.Fprintf(&b, "%s %q %+v\n", p, n.data, n.fullStat())
+		data := fmt.Sprintf("%q", n.data)
+		if len(n.data) > 64 {
+			data = fmt.Sprintf("<%d bytes, sha256 %x>", len(n.data), sha256.Sum256(n.data))
+		}
+		fmt.Fprintf(&b, "%s %s %+v\n", p, data, n.fullStat())
 		kids := make([]string, 0)
 		for k := range n.children {
 			kids = append(kids, k)
