@@ -44,6 +44,13 @@ func (d *crashingDriver) do(op func() error) error {
 	return errDied
 }
 
+// dead reports whether the process has died (or is set to die at its next operation).
+func (d *crashingDriver) dead() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.at != 0 && d.ops+1 >= d.at
+}
+
 func (d *crashingDriver) Get(ctx context.Context, k store.Key) (a store.Attrs, found bool, err error) {
 	err = d.do(func() (e error) { a, found, e = d.Driver.Get(ctx, k); return })
 	return
