@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -70,4 +71,39 @@ func benchCoord(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return emitPlottedReport(stdout, stderr, "bench coord", rep, *plotPath, *out, *asJSON)
+}
+
+func benchCoordCost(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench coord-cost", "Evaluates the cost model of docs/coordination.md (FaaSKeeper's Table 4 with today's list\n"+
+		"prices, in internal/bench/coordcost.go) on the store requests per operation that a\n"+
+		"`bench coord --json` report measured: USD per million reads, writes and watch notifications\n"+
+		"per cloud, and the break-even with a ZooKeeper ensemble; --plot draws the monthly costs.", stderr)
+	report := fs.String("report", "docs/bench/coord.json", "a `bench coord --json` report")
+	target := fs.String("target", "ssfkit-sqlite", "the ssfkit target whose request counts to use")
+	cfg := bench.DefaultCostConfig
+	fs.Float64Var(&cfg.ReadFraction, "reads", cfg.ReadFraction, "share of reads in the workload of the break-even and the chart")
+	fs.Float64Var(&cfg.StoreRequestSeconds, "store-latency", cfg.StoreRequestSeconds, "seconds a function waits per cloud store request")
+	fs.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "ZooKeeper servers in the ensemble")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	plotPath := fs.String("plot", "", "write a PNG chart of monthly cost against requests per day to `FILE`")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if cfg.ReadFraction < 0 || cfg.ReadFraction > 1 || cfg.StoreRequestSeconds < 0 || cfg.Ensemble < 1 {
+		return &cliUsageError{err: fmt.Errorf("bench coord-cost: --reads must be in [0, 1], --store-latency at least 0, --ensemble at least 1")}
+	}
+	b, err := os.ReadFile(*report)
+	if err != nil {
+		return fmt.Errorf("bench coord-cost: %w (write one with `ssfkit bench coord --json > FILE`)", err)
+	}
+	var rep bench.CoordReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("bench coord-cost: %s: %w", *report, err)
+	}
+	cost, err := bench.RunCost(&rep, *target, cfg)
+	if err != nil {
+		return err
+	}
+	return emitPlottedReport(stdout, stderr, "bench coord-cost", cost, *plotPath, *out, *asJSON)
 }

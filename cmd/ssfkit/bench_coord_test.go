@@ -92,6 +92,27 @@ func TestBenchCoordReport(t *testing.T) {
 	if _, err := png.Decode(f); err != nil {
 		t.Errorf("plot: %v", err)
 	}
+	// The cost model on these counts: every cloud, positive prices, a break-even.
+	jsonPath := filepath.Join(t.TempDir(), "coord.json")
+	if err := os.WriteFile(jsonPath, stdout.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var costOut, costErr bytes.Buffer
+	if err := benchMain(context.Background(), []string{"coord-cost", "--report", jsonPath, "--target", "ssfkit-mem", "--json"}, &costOut, &costErr); err != nil {
+		t.Fatalf("coord-cost: %v\n%s", err, costErr.String())
+	}
+	var cost bench.CostReport
+	if err := json.Unmarshal(costOut.Bytes(), &cost); err != nil {
+		t.Fatal(err)
+	}
+	if len(cost.Clouds) != 3 || cost.Counts.WriteWrites < 1 {
+		t.Fatalf("cost model: %+v", cost)
+	}
+	for _, c := range cost.Clouds {
+		if c.Reads <= 0 || c.Writes <= c.WritesServer || c.Watches <= 0 || c.EnsembleMonthly <= 0 || c.BreakEvenPerDay <= 0 {
+			t.Errorf("cost model for %s: %+v", c.Prices.Cloud, c)
+		}
+	}
 	report, err := os.ReadFile(md)
 	if err != nil {
 		t.Fatal(err)
