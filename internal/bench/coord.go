@@ -20,13 +20,14 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/coord"
 )
 
-// Defaults of `ssfkit bench coord`: about a minute on a loaded 2-core machine.
+// Defaults of `ssfkit bench coord`: ~15 s on a loaded 2-core machine for ZooKeeper, mem and
+// SQLite (a durable PostgreSQL adds ~40 s).
 const (
-	DefaultCoordOps           = 300
-	DefaultCoordWarmup        = 30
-	DefaultCoordBlock         = 25
+	DefaultCoordOps           = 1000
+	DefaultCoordWarmup        = 200
+	DefaultCoordBlock         = 50
 	DefaultCoordClients       = 8
-	DefaultCoordThroughputOps = 1500
+	DefaultCoordThroughputOps = 6000
 	DefaultCoordDataBytes     = 128
 	DefaultCoordTick          = time.Minute
 )
