@@ -21,7 +21,7 @@ type CloudPrices struct {
 	// billed duration.
 	Invocation, GBSecond, MemoryGB, MinSeconds float64
 	// Store: a strongly consistent read of a row up to 4 KB, a write of a row up to 1 KB (the
-	// log rows of small znodes are ~0.5 KB).
+	// log rows of small znodes stay under 1 KB).
 	Read, Write float64
 	// Queue: one ordered message sent, received and deleted (all requests it takes).
 	Message float64
