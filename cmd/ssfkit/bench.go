@@ -32,6 +32,12 @@ var benchmarks = []struct {
 		"an exactly-once SSF activity: per-step overhead and throughput", benchTemporal},
 	{"log", "the shared log against direct table writes and reads of the same records, on each " +
 		"backend: append and read latency, throughput with concurrent writers", benchLog},
+	{"coord", "the coordination service's ZooKeeper endpoint on each store against a real Apache ZooKeeper " +
+		"in the same run: latency per operation (watch notifications included), throughput, store requests " +
+		"per operation, the write path per stage (FaaSKeeper Table 3)", benchCoord},
+	{"coord-cost", "the coordination service's cost model (FaaSKeeper Table 4, today's list prices) on the " +
+		"store requests a bench coord report measured: USD per million operations per cloud, break-even " +
+		"with a ZooKeeper ensemble", benchCoordCost},
 }
 
 // benchNames are the benchmarks' names, for the help and messages.

@@ -31,6 +31,12 @@ func Start(ctx context.Context, storeURL string, ln net.Listener, cfg coord.Conf
 	if err != nil {
 		return nil, err
 	}
+	return StartTable(ctx, tbl, ln, cfg, logf)
+}
+
+// StartTable is Start on a table already open (a benchmark's, wrapped to count requests); Close
+// closes it.
+func StartTable(ctx context.Context, tbl *store.Table, ln net.Listener, cfg coord.Config, logf func(format string, args ...any)) (*Server, error) {
 	svc, err := coord.New(ctx, tbl, cfg)
 	if err != nil {
 		tbl.Close()

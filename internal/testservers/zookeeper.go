@@ -21,7 +21,16 @@ const zooKeeperInstall = "run `make tools` (it fetches org.apache.zookeeper:zook
 // ZooKeeper is a real Apache ZooKeeper server, standalone, on 127.0.0.1 with its data in a
 // temporary directory and its admin server off; Addr returns its client HOST:PORT. Sessions
 // may time out after 400 ms (tickTime 200 ms), so expiry tests stay short.
-var ZooKeeper = &Server{Name: "Apache ZooKeeper " + ZooKeeperVersion, Start: startZooKeeper}
+var ZooKeeper = &Server{Name: "Apache ZooKeeper " + ZooKeeperVersion, Start: func() (string, func(), error) {
+	// The quick compiler and the serial collector: the tests share two cores with the JVM.
+	return startZooKeeper("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+}}
+
+// ZooKeeperBench is the same server with the JVM's default compilers and collector, as
+// ZooKeeper runs in production: what `ssfkit bench coord` measures against.
+var ZooKeeperBench = &Server{Name: "Apache ZooKeeper " + ZooKeeperVersion, Start: func() (string, func(), error) {
+	return startZooKeeper()
+}}
 
 // ZooKeeperClasspath is the Java class path of the ZooKeeper jars: the server, and the client
 // zkCli.sh runs (org.apache.zookeeper.ZooKeeperMain).
@@ -42,7 +51,7 @@ func Java() (string, error) {
 	return Tool("java", "install a JDK 11 or later (Debian: apt-get install default-jre-headless)")
 }
 
-func startZooKeeper() (string, func(), error) {
+func startZooKeeper(jvmFlags ...string) (string, func(), error) {
 	cp, err := ZooKeeperClasspath()
 	if err != nil {
 		return "", nil, err
@@ -68,10 +77,9 @@ func startZooKeeper() (string, func(), error) {
 			os.RemoveAll(dir)
 			return "", nil, err
 		}
-		// The quick compiler and the serial collector: the tests share two cores with the JVM.
-		p, err := StartProcess(java, []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		p, err := StartProcess(java, append(jvmFlags,
 			"-Dzookeeper.admin.enableServer=false", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-			"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg})
+			"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg))
 		if err != nil {
 			os.RemoveAll(dir)
 			return "", nil, err

@@ -32,6 +32,26 @@ type Config struct {
 	// Tick is how often the Service reads other writers' transactions and looks for expired
 	// sessions (200 ms).
 	Tick time.Duration
+	// OnWrite, when set, is called with the time each logged transaction spent in each stage
+	// of the write path, before the write returns (benchmarks; nil costs nothing).
+	OnWrite func(WriteStages)
+}
+
+// WriteStages is where one logged transaction's write spent its time, stage by stage (the
+// last attempt's stages when other writers took zxids first; Attempts counts them).
+type WriteStages struct {
+	// CatchUp reads the log's tail before validating: one Get that finds no row when this
+	// Service is the only writer.
+	CatchUp time.Duration
+	// Validate runs the transaction on an overlay of the replica at zxid N-1.
+	Validate time.Duration
+	// Append is the conditional create of log row N: the lock and the commit in one request.
+	Append time.Duration
+	// Apply reads row N back, applies it to the replica and fires the watches it triggers
+	// (queueing their events on the watchers' connections).
+	Apply time.Duration
+	// Attempts is the number of zxids tried (1 when no other writer won one first).
+	Attempts int
 }
 
 func (c Config) withDefaults() Config {
@@ -334,10 +354,24 @@ func (s *Service) write(ctx context.Context, t *txn) ([]Result, int64, int, erro
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	t.Nonce = randomHex(12)
+	var st WriteStages
+	var mark time.Time
+	lap := func(d *time.Duration) { // only when timed: OnWrite nil costs a nil check
+		if s.cfg.OnWrite != nil {
+			now := time.Now()
+			*d = now.Sub(mark)
+			mark = now
+		}
+	}
 	for {
+		st.Attempts++
+		if s.cfg.OnWrite != nil {
+			mark = time.Now()
+		}
 		if err := s.catchUp(ctx, 0); err != nil {
 			return nil, 0, 0, err
 		}
+		lap(&st.CatchUp)
 		s.mu.RLock()
 		zxid := s.t.zxid + 1
 		t.Time = time.Now().UnixMilli()
@@ -346,15 +380,21 @@ func (s *Service) write(ctx context.Context, t *txn) ([]Result, int64, int, erro
 		if xerr != nil {
 			return nil, 0, failed, xerr
 		}
+		lap(&st.Validate)
 		won, err := s.appendTxn(ctx, zxid, t)
 		if err != nil {
 			return nil, 0, 0, err
 		}
+		lap(&st.Append)
 		if !won {
 			continue // another writer took zxid: validate again on the state it made
 		}
 		if err := s.catchUp(ctx, zxid); err != nil {
 			return nil, 0, 0, err
+		}
+		if s.cfg.OnWrite != nil {
+			lap(&st.Apply)
+			s.cfg.OnWrite(st)
 		}
 		return res, zxid, 0, nil
 	}
