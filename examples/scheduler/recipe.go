@@ -1,0 +1,214 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The election and the lock are one recipe, ZooKeeper's own ("Recipes and Solutions" in the
+// ZooKeeper documentation): each contender creates an EPHEMERAL_SEQUENTIAL znode in a
+// directory; the one whose znode has the lowest sequence number holds the role; every other
+// contender watches only the znode just before its own (exists with a watch), and looks again
+// when that one goes. A release, a crash or an expired session deletes one znode and wakes
+// one contender, never all of them (no herd effect), and the role passes in the order the
+// contenders arrived.
+//
+// Two details make it survive connection loss:
+//
+//   - The znode's name begins with the contender's id and a random guid, and the contender
+//     looks for it among the children before creating one: a create whose reply was lost with
+//     the connection may have happened, and a second znode would queue the contender behind
+//     itself (ZooKeeper's "protected" create; Curator does the same).
+//   - The hold ends when the session can no longer be trusted (Session.Lost) or the znode is
+//     deleted, whichever the client sees first.
+//
+// The fencing token of a hold is the znode's czxid, the zxid of the transaction that created
+// it. Sequence numbers in one directory follow the order of creation, so do czxids: a holder
+// that got the role after another has a znode created after the other's (it was queued behind
+// it, or arrived after it was the lowest), hence a larger token. Tokens of one directory are
+// therefore increasing in the order the role was held, on ZooKeeper and on ssfkit's endpoint
+// alike.
+
+// hold is a held role: the contender's znode, its token, and the end of the hold.
+type hold struct {
+	s     *Session
+	node  string
+	token int64
+	lost  chan struct{}
+	stop  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+}
+
+// Token is the hold's fencing token: its znode's czxid.
+func (h *hold) Token() int64 { return h.token }
+
+// Node is the hold's znode.
+func (h *hold) Node() string { return h.node }
+
+// Lost is closed when the hold ends: the session was lost or closed, the znode was deleted, or
+// the holder released it. A holder stops acting on the role when it is closed.
+func (h *hold) Lost() <-chan struct{} { return h.lost }
+
+// release ends the hold and deletes the znode (gone already if the session expired).
+func (h *hold) release() error {
+	h.once.Do(func() { close(h.stop) })
+	h.wg.Wait()
+	err := h.s.Conn.Delete(h.node, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		err = nil
+	}
+	return err
+}
+
+// watch closes lost when the session is lost, the znode deleted or the hold released.
+func (h *hold) watch(sessionLost <-chan struct{}) {
+	defer h.wg.Done()
+	defer close(h.lost)
+	for {
+		ok, _, ch, err := h.s.Conn.ExistsW(h.node)
+		if err != nil || !ok {
+			return
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNotWatching {
+				return
+			}
+		case <-sessionLost:
+			return
+		case <-h.stop:
+			return
+		}
+	}
+}
+
+// contend queues for the role of directory dir as id and returns when it holds it, or ctx ends.
+// data is stored in the znode (who the contender is, for observers).
+func contend(ctx context.Context, s *Session, dir, id string, data []byte) (*hold, error) {
+	if strings.Contains(id, "/") || id == "" {
+		return nil, fmt.Errorf("contender id %q: not empty, no '/'", id)
+	}
+	g := make([]byte, 16)
+	_, _ = rand.Read(g)
+	prefix := id + "_" + hex.EncodeToString(g) + "-"
+	mine := "" // our znode's name, once created
+	giveUp := func(err error) (*hold, error) {
+		if mine != "" {
+			_ = s.Conn.Delete(path.Join(dir, mine), -1) // best effort; the session's end removes it anyway
+		}
+		return nil, err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return giveUp(ctx.Err())
+		case <-s.Up():
+		}
+		lost := s.Lost()
+		children, _, err := s.Conn.Children(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			err = makeDirs(s.Conn, dir)
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			if isClosed(lost) {
+				continue // the connection went: wait for it to come back
+			}
+			return giveUp(err)
+		}
+		queue := sequenced(children)
+		at := -1
+		for i, c := range queue {
+			if strings.HasPrefix(c, prefix) {
+				at, mine = i, c
+			}
+		}
+		if at < 0 {
+			// Not (or no longer: our session expired) in the queue: join it.
+			mine = ""
+			created, err := s.Conn.Create(path.Join(dir, prefix+"n-"), data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			if err != nil && !isClosed(lost) && !errors.Is(err, zk.ErrConnectionClosed) {
+				return giveUp(err)
+			}
+			if err == nil {
+				mine = path.Base(created)
+			}
+			continue // look again: the create may have happened even if its reply was lost
+		}
+		if at == 0 {
+			h := &hold{s: s, node: path.Join(dir, mine), lost: make(chan struct{}), stop: make(chan struct{})}
+			ok, st, err := s.Conn.Exists(h.node)
+			if err != nil || !ok {
+				continue
+			}
+			h.token = st.Czxid
+			h.wg.Add(1)
+			go h.watch(lost)
+			return h, nil
+		}
+		// Watch only the predecessor: when it goes, we may be first (or it was not the
+		// first, and we watch the next one before us).
+		ok, _, ch, err := s.Conn.ExistsW(path.Join(dir, queue[at-1]))
+		if err != nil || !ok {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-lost:
+		case <-ctx.Done():
+			return giveUp(ctx.Err())
+		}
+	}
+}
+
+// sequenced sorts znode names by their 10-digit sequence suffix.
+func sequenced(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if len(n) > 10 {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][len(out[i])-10:] < out[j][len(out[j])-10:] })
+	return out
+}
+
+// makeDirs creates dir and its missing parents as persistent znodes.
+func makeDirs(c *zk.Conn, dir string) error {
+	p := ""
+	for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
+		p += "/" + part
+		if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// holder returns the data of the znode that holds dir's role, or "" if none.
+func holder(s *Session, dir string) (string, error) {
+	children, _, err := s.Conn.Children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	for _, c := range sequenced(children) {
+		data, _, err := s.Conn.Get(path.Join(dir, c))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone since: the next one holds it
+		}
+		return string(data), err
+	}
+	return "", err
+}

@@ -1,0 +1,144 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Session is one process's ZooKeeper session, shared by its recipes (an election, locks), with
+// the one thing the recipes need from the connection's state: a channel closed when the session
+// can no longer be trusted.
+//
+// A recipe's guarantee (this worker is the only leader, this worker holds the lock) lasts only
+// as long as the session that created its ephemeral znode. Two events end that trust:
+//
+//   - Expired: the server ended the session and deleted its ephemerals, so another worker may
+//     already be leader. go-zookeeper then opens a new session by itself; nothing from the old
+//     one survives.
+//   - Disconnected: the connection is gone and the client cannot know whether the session
+//     is still alive on the server (it may expire there before the client hears of it). Like
+//     Curator's default policy, Session treats this as a loss too: the holder stops acting, and
+//     campaigns again once reconnected (finding its znode again if the session survived, so it
+//     keeps its place and its token).
+//
+// Lost returns the channel of the current connection; after a loss, a new one is made when the
+// client has a session again. Even a holder that checks Lost before every action can act late
+// (it was paused between the check and the action, or the loss had not reached it yet); that is
+// what fencing tokens are for (see Token and the jobs SSF).
+type Session struct {
+	Conn *zk.Conn
+
+	mu     sync.Mutex
+	lost   chan struct{} // open while the client has a session it trusts
+	up     chan struct{} // closed when the client next has a session
+	closed bool
+}
+
+// Dial connects to servers (host:port, comma-separated lists allowed) with the given session
+// timeout, and waits up to wait for the first session. dialer, if not nil, replaces
+// net.DialTimeout (the tests put a proxy in between). The client's log is discarded.
+func Dial(servers []string, timeout, wait time.Duration, dialer zk.Dialer) (*Session, error) {
+	s := &Session{lost: closed(), up: make(chan struct{})}
+	// The callback, unlike the event channel (which drops events when full), sees every event.
+	conn, _, err := zk.Connect(servers, timeout, zk.WithLogger(quiet{}), zk.WithEventCallback(s.event),
+		zk.WithDialer(orDefault(dialer)))
+	if err != nil {
+		return nil, err
+	}
+	s.Conn = conn
+	select {
+	case <-s.Up():
+		return s, nil
+	case <-time.After(wait):
+		conn.Close()
+		return nil, fmt.Errorf("no ZooKeeper session with %v within %v", servers, wait)
+	}
+}
+
+// event runs on the client's goroutine for every session event; it never blocks.
+func (s *Session) event(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch ev.State {
+	case zk.StateHasSession:
+		if !s.closed && isClosed(s.lost) {
+			s.lost = make(chan struct{})
+			close(s.up)
+		}
+	case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+		s.loseLocked()
+	}
+}
+
+func (s *Session) loseLocked() {
+	if !isClosed(s.lost) {
+		close(s.lost)
+		s.up = make(chan struct{})
+	}
+}
+
+// Lost returns a channel closed when the current session can no longer be trusted (already
+// closed if there is none now).
+func (s *Session) Lost() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
+}
+
+// Up returns a channel closed once the client has a session it trusts (already closed if it
+// has one now).
+func (s *Session) Up() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !isClosed(s.lost) {
+		return closed()
+	}
+	return s.up
+}
+
+// Close ends the session: its ephemerals (candidacies, locks) are deleted at once by the server.
+// Lost is closed before the client closes, so a holder stops before anyone else can take over.
+func (s *Session) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.loseLocked()
+	s.mu.Unlock()
+	s.Conn.Close()
+}
+
+// ErrSessionLost is returned by a recipe whose session was lost while it waited.
+var ErrSessionLost = errors.New("scheduler: ZooKeeper session lost")
+
+func orDefault(d zk.Dialer) zk.Dialer {
+	if d == nil {
+		return net.DialTimeout
+	}
+	return d
+}
+
+func closed() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
