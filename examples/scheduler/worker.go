@@ -199,13 +199,15 @@ func (w *Worker) Maintain(ctx context.Context) (Report, error) {
 		r.Runs += st.Cursor.Done - r.Through
 		r.Through = st.Cursor.Done
 	}
-	if w.beforePublish != nil {
-		w.beforePublish(lk, r)
-	}
 	select {
 	case <-lk.Lost():
 		return Report{}, fmt.Errorf("lost the lock before publishing: %w", ErrSessionLost)
 	default:
+	}
+	// The holder may be paused here, after its last look at Lost: the publish may be a stale
+	// holder's. The jobs SSF's fencing decides.
+	if w.beforePublish != nil {
+		w.beforePublish(lk, r)
 	}
 	var out Report
 	id := fmt.Sprintf("%s-publish-%d-%d", w.job(), lk.Token(), r.Through)
