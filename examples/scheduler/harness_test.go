@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
 	"github.com/ssfkit/ssfkit/internal/coordserve"
+	"github.com/ssfkit/ssfkit/internal/testservers"
 	"github.com/ssfkit/ssfkit/orchestrator/coord"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -28,21 +30,31 @@ import (
 // sessionTimeout is every test session's timeout: short, so expiries take about a second.
 const sessionTimeout = time.Second
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testservers.StopAll()
+	os.Exit(code)
+}
+
 // backends are the ZooKeeper servers every test runs against: ssfkit's endpoint on an
-// in-memory table and on SQLite, each started by the test on 127.0.0.1.
+// in-memory table and on SQLite, each started by the test on 127.0.0.1, and a real Apache
+// ZooKeeper (one per test binary, started on 127.0.0.1 by internal/testservers; `make tools`
+// installs it): the recipes are plain ZooKeeper. Each test uses its own directories, so the
+// tests share the one real server.
 func backends(t *testing.T, run func(t *testing.T, addr string)) {
 	for _, b := range []struct {
 		name string
-		url  func(t *testing.T) string
+		addr func(t *testing.T) string
 	}{
-		{"mem", func(*testing.T) string { return "mem://" }},
+		{"mem", func(t *testing.T) string { return startEndpoint(t, "mem://") }},
 		{"sqlite", func(t *testing.T) string {
-			return "sqlite://" + filepath.Join(t.TempDir(), "zk.db") + "?table=zookeeper"
+			return startEndpoint(t, "sqlite://"+filepath.Join(t.TempDir(), "zk.db")+"?table=zookeeper")
 		}},
+		{"zookeeper", func(t *testing.T) string { return testservers.ZooKeeper.Addr(t) }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			run(t, startEndpoint(t, b.url(t)))
+			run(t, b.addr(t))
 		})
 	}
 }
