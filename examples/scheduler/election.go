@@ -23,9 +23,15 @@ import "context"
 type Leadership struct{ *hold }
 
 // Campaign joins the election in directory dir (e.g. /election) as candidate id and returns
-// when id is leader, or ctx ends. See the recipe above (recipe.go).
+// when id is leader, or ctx ends. See the recipe (recipe.go). A candidate that campaigns
+// again on the same Session (its term ended with a lost connection, not a resignation) keeps
+// its znode if the session survived: its place in the queue, and its token.
 func Campaign(ctx context.Context, s *Session, dir, id string) (*Leadership, error) {
-	h, err := contend(ctx, s, dir, id, []byte(id))
+	prefix, err := s.candidacy(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	h, err := contend(ctx, s, dir, prefix, []byte(id))
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +39,7 @@ func Campaign(ctx context.Context, s *Session, dir, id string) (*Leadership, err
 }
 
 // Resign ends the term and deletes the candidate znode: the next candidate is leader at once.
+// A candidate that campaigns again after resigning joins at the back of the queue.
 func (l *Leadership) Resign() error { return l.release() }
 
 // Leader returns the id of the current leader of the election in dir, or "" if there is none.

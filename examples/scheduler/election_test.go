@@ -111,6 +111,41 @@ func TestFailoverRunsEachSlotOnce(t *testing.T) {
 	})
 }
 
+// A leader whose connection drops and comes back within its session stops leading (it cannot
+// know the session survived until it reconnects), then finds its znode still first: it leads
+// again with the same token, and no one else led in between.
+func TestLeaderKeepsItsTokenAcrossAReconnect(t *testing.T) {
+	backends(t, func(t *testing.T, addr string) {
+		a := newApp(t)
+		rec := &terms{}
+		p := newProxy(addr)
+		// go-zookeeper waits a second before it tries its only server again: a session of
+		// three seconds survives that.
+		wa := a.worker("A", dialTimeout(t, addr, p, 3*time.Second), "/reconnect")
+		wa.onLead = rec.onLead("A")
+		start(t, wa)
+		eventually(t, "A leading", func() bool { _, l := rec.get(0); return l != nil })
+		wb := a.worker("B", dial(t, addr, nil), "/reconnect")
+		wb.onLead = rec.onLead("B")
+		start(t, wb)
+		p.Reset()
+		eventually(t, "A's second term", func() bool { _, l := rec.get(1); return l != nil })
+		id0, l0 := rec.get(0)
+		id1, l1 := rec.get(1)
+		if id0 != "A" || id1 != "A" || l0.Token() != l1.Token() || l0.Node() != l1.Node() {
+			t.Errorf("terms %s %d %s, then %s %d %s: want A twice on one znode", id0, l0.Token(), l0.Node(), id1, l1.Token(), l1.Node())
+		}
+		if !isClosed(l0.Lost()) {
+			t.Error("A's first term never ended")
+		}
+		time.Sleep(5 * period)
+		if id, _ := rec.get(2); id != "" {
+			t.Errorf("%s led after A's second term began", id)
+		}
+		rec.check(t)
+	})
+}
+
 // The fencing test. Leader A pauses between its last look at its leadership and its call to
 // the jobs SSF (a GC pause, a stalled VM), and is partitioned from ZooKeeper meanwhile: its
 // session expires, B becomes leader and runs slots. Then A resumes, a slot later than B's last,

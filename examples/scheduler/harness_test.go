@@ -169,11 +169,16 @@ func checkRuns(t *testing.T, c Cursor, runs []Run) []int64 {
 // dial opens a session to addr, or through p if not nil.
 func dial(t *testing.T, addr string, p *proxy) *Session {
 	t.Helper()
+	return dialTimeout(t, addr, p, sessionTimeout)
+}
+
+func dialTimeout(t *testing.T, addr string, p *proxy, timeout time.Duration) *Session {
+	t.Helper()
 	var d zk.Dialer
 	if p != nil {
 		d = p.dial
 	}
-	s, err := Dial([]string{addr}, sessionTimeout, 10*time.Second, d)
+	s, err := Dial([]string{addr}, timeout, 10*time.Second, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +193,7 @@ type proxy struct {
 	target string
 	mu     sync.Mutex
 	cut    bool
+	conns  []net.Conn
 }
 
 func newProxy(target string) *proxy { return &proxy{target: target} }
@@ -208,6 +214,9 @@ func (p *proxy) dial(network, _ string, timeout time.Duration) (net.Conn, error)
 		return nil, err
 	}
 	client, mine := net.Pipe()
+	p.mu.Lock()
+	p.conns = append(p.conns, server, mine)
+	p.mu.Unlock()
 	forward := func(dst, src net.Conn) {
 		defer dst.Close()
 		defer src.Close()
@@ -228,6 +237,16 @@ func (p *proxy) dial(network, _ string, timeout time.Duration) (net.Conn, error)
 	go forward(server, mine)
 	go forward(mine, server)
 	return client, nil
+}
+
+// Reset closes the client's connections (it reconnects at once, within its session).
+func (p *proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }
 
 // Cut starts the partition.

@@ -15,7 +15,11 @@ type Lock struct{ *hold }
 
 // Acquire waits for the lock whose directory is dir, as holder id, until ctx ends.
 func Acquire(ctx context.Context, s *Session, dir, id string) (*Lock, error) {
-	h, err := contend(ctx, s, dir, id, []byte(id))
+	prefix, err := newPrefix(id) // each acquisition is a contender of its own
+	if err != nil {
+		return nil, err
+	}
+	h, err := contend(ctx, s, dir, prefix, []byte(id))
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -59,15 +60,26 @@ func (h *hold) Node() string { return h.node }
 // the holder released it. A holder stops acting on the role when it is closed.
 func (h *hold) Lost() <-chan struct{} { return h.lost }
 
+// releaseWait bounds how long release waits for the znode's delete: a client without a
+// connection queues the request until it reconnects. The delete still happens then, or the
+// session's end removes the znode.
+const releaseWait = 2 * time.Second
+
 // release ends the hold and deletes the znode (gone already if the session expired).
 func (h *hold) release() error {
 	h.once.Do(func() { close(h.stop) })
 	h.wg.Wait()
-	err := h.s.Conn.Delete(h.node, -1)
-	if errors.Is(err, zk.ErrNoNode) {
-		err = nil
+	done := make(chan error, 1)
+	go func() { done <- h.s.Conn.Delete(h.node, -1) }()
+	select {
+	case err := <-done:
+		if errors.Is(err, zk.ErrNoNode) {
+			err = nil
+		}
+		return err
+	case <-time.After(releaseWait):
+		return fmt.Errorf("deleting %s: no answer within %v (no connection?); it goes when it is answered or the session ends", h.node, releaseWait)
 	}
-	return err
 }
 
 // watch closes lost when the session is lost, the znode deleted or the hold released.
@@ -92,15 +104,11 @@ func (h *hold) watch(sessionLost <-chan struct{}) {
 	}
 }
 
-// contend queues for the role of directory dir as id and returns when it holds it, or ctx ends.
+// contend queues for the role of directory dir and returns when it holds it, or ctx ends. Its
+// znode's name begins with prefix, which no other contender uses; a znode with that prefix
+// already in the queue (created by an earlier contend of the same session) is taken as its own.
 // data is stored in the znode (who the contender is, for observers).
-func contend(ctx context.Context, s *Session, dir, id string, data []byte) (*hold, error) {
-	if strings.Contains(id, "/") || id == "" {
-		return nil, fmt.Errorf("contender id %q: not empty, no '/'", id)
-	}
-	g := make([]byte, 16)
-	_, _ = rand.Read(g)
-	prefix := id + "_" + hex.EncodeToString(g) + "-"
+func contend(ctx context.Context, s *Session, dir, prefix string, data []byte) (*hold, error) {
 	mine := "" // our znode's name, once created
 	giveUp := func(err error) (*hold, error) {
 		if mine != "" {
@@ -123,8 +131,9 @@ func contend(ctx context.Context, s *Session, dir, id string, data []byte) (*hol
 			}
 		}
 		if err != nil {
-			if isClosed(lost) {
-				continue // the connection went: wait for it to come back
+			if transient(err, lost) {
+				pauseFor(ctx, 10*time.Millisecond) // the connection went: wait for it to come back
+				continue
 			}
 			return giveUp(err)
 		}
@@ -139,7 +148,7 @@ func contend(ctx context.Context, s *Session, dir, id string, data []byte) (*hol
 			// Not (or no longer: our session expired) in the queue: join it.
 			mine = ""
 			created, err := s.Conn.Create(path.Join(dir, prefix+"n-"), data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-			if err != nil && !isClosed(lost) && !errors.Is(err, zk.ErrConnectionClosed) {
+			if err != nil && !transient(err, lost) {
 				return giveUp(err)
 			}
 			if err == nil {
@@ -170,6 +179,31 @@ func contend(ctx context.Context, s *Session, dir, id string, data []byte) (*hol
 		case <-ctx.Done():
 			return giveUp(ctx.Err())
 		}
+	}
+}
+
+// newPrefix is a fresh znode name prefix for contender id: the id (for people reading the
+// tree) and a random guid.
+func newPrefix(id string) (string, error) {
+	if strings.Contains(id, "/") || id == "" {
+		return "", fmt.Errorf("contender id %q: not empty, no '/'", id)
+	}
+	g := make([]byte, 16)
+	_, _ = rand.Read(g)
+	return id + "_" + hex.EncodeToString(g) + "-", nil
+}
+
+// transient reports whether err comes from a lost connection or session (the recipe waits
+// for a session and looks again) rather than from the request.
+func transient(err error, lost <-chan struct{}) bool {
+	return isClosed(lost) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) ||
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer)
+}
+
+func pauseFor(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
 	}
 }
 

@@ -33,10 +33,31 @@ import (
 type Session struct {
 	Conn *zk.Conn
 
-	mu     sync.Mutex
-	lost   chan struct{} // open while the client has a session it trusts
-	up     chan struct{} // closed when the client next has a session
-	closed bool
+	mu         sync.Mutex
+	lost       chan struct{} // open while the client has a session it trusts
+	up         chan struct{} // closed when the client next has a session
+	closed     bool
+	candidates map[string]string // election directory + "\x00" + id -> znode name prefix
+}
+
+// candidacy returns the znode name prefix of candidate id in the election in dir: the same
+// for every campaign on this Session, so a candidate finds its znode again.
+func (s *Session) candidacy(dir, id string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := dir + "\x00" + id
+	if p, ok := s.candidates[k]; ok {
+		return p, nil
+	}
+	p, err := newPrefix(id)
+	if err != nil {
+		return "", err
+	}
+	if s.candidates == nil {
+		s.candidates = map[string]string{}
+	}
+	s.candidates[k] = p
+	return p, nil
 }
 
 // Dial connects to servers (host:port, comma-separated lists allowed) with the given session

@@ -102,25 +102,30 @@ func (w *Worker) Run(ctx context.Context) {
 		if w.onLead != nil {
 			w.onLead(l)
 		}
-		w.lead(ctx, l)
-		if err := l.Resign(); err != nil {
-			w.logf("resign: %v", err)
+		fenced := w.lead(ctx, l)
+		// Resign when stopping (the next worker leads at once) or fenced (a newer leader
+		// exists: the znode is gone already, or must go). After a lost connection, campaign
+		// again without resigning: if the session survived, the znode is still first.
+		if ctx.Err() != nil || fenced {
+			if err := l.Resign(); err != nil {
+				w.logf("resign: %v", err)
+			}
 		}
 		w.logf("no longer leader (token %d)", l.Token())
 	}
 }
 
 // lead ticks the schedule every period until the leadership ends or the jobs SSF says a newer
-// leader exists.
-func (w *Worker) lead(ctx context.Context, l *Leadership) {
+// leader exists (fenced).
+func (w *Worker) lead(ctx context.Context, l *Leadership) (fenced bool) {
 	t := time.NewTicker(w.period())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-l.Lost():
-			return
+			return false
 		case <-t.C:
 			if w.beforeTick != nil {
 				w.beforeTick(l)
@@ -135,7 +140,7 @@ func (w *Worker) lead(ctx context.Context, l *Leadership) {
 			switch {
 			case IsFenced(err):
 				w.logf("fenced: %v", err)
-				return
+				return true
 			case err != nil:
 				w.logf("tick %d: %v (the next tick catches up)", slot, err)
 			case ticked.From <= ticked.Through:
