@@ -40,7 +40,8 @@ func (r *terms) onLead(id string) func(l *Leadership) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for i, prev := range r.all {
-			if !isClosed(prev.Lost()) {
+			// Ended: its Lost is closed, or about to be (its session's is).
+			if !isClosed(prev.Lost()) && !isClosed(prev.session) {
 				r.errs = append(r.errs, fmt.Sprintf("%s became leader (token %d) while %s's term (token %d) had not ended", id, l.Token(), r.leaders[i], prev.Token()))
 			}
 			if prev.Token() >= l.Token() && prev.Node() != l.Node() {

@@ -45,9 +45,12 @@ type hold struct {
 	node  string
 	token int64
 	lost  chan struct{}
-	stop  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
+	// session is the session's Lost when the hold began: closed at once when the session is
+	// lost or closed, while lost follows it as soon as the watching goroutine runs.
+	session <-chan struct{}
+	stop    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
 }
 
 // Token is the hold's fencing token: its znode's czxid.
@@ -83,7 +86,7 @@ func (h *hold) release() error {
 }
 
 // watch closes lost when the session is lost, the znode deleted or the hold released.
-func (h *hold) watch(sessionLost <-chan struct{}) {
+func (h *hold) watch() {
 	defer h.wg.Done()
 	defer close(h.lost)
 	for {
@@ -96,7 +99,7 @@ func (h *hold) watch(sessionLost <-chan struct{}) {
 			if ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNotWatching {
 				return
 			}
-		case <-sessionLost:
+		case <-h.session:
 			return
 		case <-h.stop:
 			return
@@ -157,14 +160,14 @@ func contend(ctx context.Context, s *Session, dir, prefix string, data []byte) (
 			continue // look again: the create may have happened even if its reply was lost
 		}
 		if at == 0 {
-			h := &hold{s: s, node: path.Join(dir, mine), lost: make(chan struct{}), stop: make(chan struct{})}
+			h := &hold{s: s, node: path.Join(dir, mine), lost: make(chan struct{}), session: lost, stop: make(chan struct{})}
 			ok, st, err := s.Conn.Exists(h.node)
 			if err != nil || !ok {
 				continue
 			}
 			h.token = st.Czxid
 			h.wg.Add(1)
-			go h.watch(lost)
+			go h.watch()
 			return h, nil
 		}
 		// Watch only the predecessor: when it goes, we may be first (or it was not the

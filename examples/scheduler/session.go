@@ -37,6 +37,8 @@ type Session struct {
 	lost       chan struct{} // open while the client has a session it trusts
 	up         chan struct{} // closed when the client next has a session
 	closed     bool
+	reconnect  bool              // the client had a session before: the next is a reconnection
+	gen        uint64            // counts session events, so a delayed open (see event) is not a stale one
 	candidates map[string]string // election directory + "\x00" + id -> znode name prefix
 }
 
@@ -90,13 +92,40 @@ func (s *Session) event(ev zk.Event) {
 	defer s.mu.Unlock()
 	switch ev.State {
 	case zk.StateHasSession:
-		if !s.closed && isClosed(s.lost) {
-			s.lost = make(chan struct{})
-			close(s.up)
+		if s.closed || !isClosed(s.lost) {
+			return
 		}
+		s.gen++
+		if !s.reconnect {
+			s.reconnect = true
+			s.openLocked()
+			return
+		}
+		// go-zookeeper 1.0.4 reads the last zxid for re-sending watches right after this event,
+		// while its receiving goroutine may already update it for a request sent on the new
+		// connection: a data race in the client (go-zookeeper/zk#35) that `go test -race`
+		// reports. Letting the recipes act again a moment later keeps their requests out of
+		// that window; it costs nothing that matters beside a session timeout of seconds.
+		g := s.gen
+		time.AfterFunc(reconnectSettle, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.gen == g && !s.closed && isClosed(s.lost) {
+				s.openLocked()
+			}
+		})
 	case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+		s.gen++
 		s.loseLocked()
 	}
+}
+
+// reconnectSettle is how long after a reconnection the recipes may act again (see event).
+const reconnectSettle = 250 * time.Millisecond
+
+func (s *Session) openLocked() {
+	s.lost = make(chan struct{})
+	close(s.up)
 }
 
 func (s *Session) loseLocked() {
