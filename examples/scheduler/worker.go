@@ -29,7 +29,7 @@ type Worker struct {
 	// Job is the scheduled job's name ("report" if empty).
 	Job string
 	// Election and LockDir are the election's and the maintenance lock's directories
-	// (/scheduler/election and /scheduler/locks/maintenance if empty).
+	// (DefaultElection and DefaultLockDir if empty).
 	Election, LockDir string
 	// Period is the length of a schedule slot (1 s if zero); slot n covers [n·Period,
 	// (n+1)·Period) of Unix time.
@@ -54,16 +54,22 @@ func (w *Worker) job() string {
 	return w.Job
 }
 
+// The directories a Worker uses unless told otherwise.
+const (
+	DefaultElection = "/scheduler/election"
+	DefaultLockDir  = "/scheduler/locks/maintenance"
+)
+
 func (w *Worker) election() string {
 	if w.Election == "" {
-		return "/scheduler/election"
+		return DefaultElection
 	}
 	return w.Election
 }
 
 func (w *Worker) lockDir() string {
 	if w.LockDir == "" {
-		return "/scheduler/locks/maintenance"
+		return DefaultLockDir
 	}
 	return w.LockDir
 }
@@ -144,7 +150,8 @@ func (w *Worker) lead(ctx context.Context, l *Leadership) (fenced bool) {
 			case err != nil:
 				w.logf("tick %d: %v (the next tick catches up)", slot, err)
 			case ticked.From <= ticked.Through:
-				w.logf("ran %s slots %d..%d", w.job(), ticked.From, ticked.Through)
+				w.logf("ran %s slots %d..%d (the last began at %s)", w.job(), ticked.From, ticked.Through,
+					time.Unix(0, ticked.Through*int64(w.period())).Format("15:04:05.000"))
 			}
 		}
 	}

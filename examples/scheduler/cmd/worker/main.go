@@ -82,7 +82,11 @@ func run(servers, id, storeURL, job string, period, maintain, timeout time.Durat
 		return fmt.Errorf("%w (is `ssfkit dev` or `ssfkit coord serve` running?)", err)
 	}
 	defer s.Close() // deletes this worker's candidacy at once: the next worker leads without waiting
-	logf("%s: session 0x%x with %s", id, s.Conn.SessionID(), servers)
+	leader, err := scheduler.Leader(s, scheduler.DefaultElection)
+	if err != nil {
+		return err
+	}
+	logf("%s: session 0x%x with %s; leader now: %q", id, s.Conn.SessionID(), servers, leader)
 	w := &scheduler.Worker{ID: id, Session: s, Invoke: h.Invoke, Job: job, Period: period,
 		MaintainEvery: maintain, Logf: logf}
 	w.Run(ctx)
