@@ -71,19 +71,28 @@ func (r *terms) check(t *testing.T) {
 }
 
 // Four workers; the leader is killed (its session closed, as a crashed process's would be
-// after its timeout, or a stopping one's at once) three times, each time after it ran a slot.
-// One leader at a time, in token order, and the schedule ran every slot exactly once across
-// the failovers.
+// after its timeout, or a stopping one's at once) three times, each time after it ran a slot;
+// the second time in the middle of a tick: its session is closed just before its call to the
+// SSF, which it still makes, deposed (it runs the slot, if the next leader has not, or is
+// fenced). One leader at a time, in
+// token order, and the schedule ran every slot exactly once across the failovers.
 func TestFailoverRunsEachSlotOnce(t *testing.T) {
 	backends(t, func(t *testing.T, addr string) {
 		a := newApp(t)
 		rec := &terms{}
 		sessions := map[string]*Session{}
+		var midSlot sync.Map // worker id -> true: close the session in the next tick
 		for i := range 4 {
 			id := fmt.Sprintf("w%d", i)
-			sessions[id] = dial(t, addr, nil)
-			w := a.worker(id, sessions[id], "/failover")
+			s := dial(t, addr, nil)
+			sessions[id] = s
+			w := a.worker(id, s, "/failover")
 			w.onLead = rec.onLead(id)
+			w.beforeTick = func(*Leadership) {
+				if _, ok := midSlot.LoadAndDelete(id); ok {
+					s.Close() // the tick goes on: a deposed leader's call
+				}
+			}
 			start(t, w)
 		}
 		ranUnder := func(l *Leadership) func() bool {
@@ -94,8 +103,13 @@ func TestFailoverRunsEachSlotOnce(t *testing.T) {
 				_, l := rec.get(kill)
 				return ranUnder(l)()
 			})
-			id, _ := rec.get(kill)
-			sessions[id].Close()
+			id, l := rec.get(kill)
+			if kill == 1 {
+				midSlot.Store(id, true)
+				eventually(t, "the mid-slot kill", func() bool { return isClosed(l.session) })
+			} else {
+				sessions[id].Close()
+			}
 		}
 		eventually(t, "the last leader ticking", func() bool { _, l := rec.get(3); return ranUnder(l)() })
 		c, _, _ := a.state(t, "report")
