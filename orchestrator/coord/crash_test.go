@@ -32,12 +32,12 @@ var errDied = fmt.Errorf("%w: the process died here", store.ErrUnavailable)
 func (d *crashingDriver) do(op func() error) error {
 	d.mu.Lock()
 	d.ops++
-	n := d.ops
+	n, at, after := d.ops, d.at, d.after
 	d.mu.Unlock()
 	switch {
-	case d.at == 0 || n < d.at:
+	case at == 0 || n < at:
 		return op()
-	case n == d.at && d.after:
+	case n == at && after:
 		op()
 		return errDied
 	}
@@ -106,6 +106,16 @@ var crashScript = []crashStep{
 	// Over one row once encoded: the entry is split across rows (TestLargeDataSpansRows has 1 MB).
 	writeStep("create split", Op{Kind: OpCreate, Path: "/big", Data: bytes.Repeat([]byte("x"), store.PortableMaxRowBytes), ACL: OpenACLUnsafe}),
 	writeStep("delete", Op{Kind: OpDelete, Path: "/a/b", Version: -1}),
+	// Neither changes the state: a crash in either must leave a table a server starts on.
+	{"snapshot", func(ctx context.Context, s *Service, _ *Caller) error {
+		_, err := s.Snapshot(ctx)
+		return err
+	}},
+	{"compact", func(ctx context.Context, s *Service, _ *Caller) error {
+		_, err := s.Compact(ctx, 1)
+		return err
+	}},
+	writeStep("set after the snapshot", Op{Kind: OpSetData, Path: "/a", Data: []byte("4"), Version: -1}),
 	{"close session", func(ctx context.Context, s *Service, c *Caller) error {
 		return s.CloseSession(ctx, c.Session)
 	}},
@@ -136,7 +146,7 @@ func crashRun(t *testing.T, url string, at int, after bool) (*Service, int, int)
 	t.Cleanup(func() { base.Close() })
 	d := &crashingDriver{Driver: base.Driver(), at: at, after: after}
 	// The tick is an hour: the script's operations are the only ones, so crash points repeat.
-	cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: time.Hour}
+	cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: time.Hour, SnapshotEvery: -1}
 	s, err := New(ctx, store.NewTable(d, url), cfg)
 	failed := len(crashScript)
 	if err == nil {
@@ -191,7 +201,7 @@ func TestServerCrashAtEveryStoreOperation(t *testing.T) {
 			}
 			defer tbl.Close()
 			d := &crashingDriver{Driver: tbl.Driver()}
-			s, err := New(ctx, store.NewTable(d, "clean"), Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: time.Hour})
+			s, err := New(ctx, store.NewTable(d, "clean"), Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: time.Hour, SnapshotEvery: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -108,7 +108,8 @@ func (c *zClient) caller() Caller { return Caller{Session: c.id, W: c.w} }
 func TestZooKeeperGuaranteesAcrossServers(t *testing.T) {
 	ctx := context.Background()
 	url := "mem://coord-guarantees-" + randomHex(4)
-	cfg := Config{MinSessionTimeout: 300 * time.Millisecond, Tick: 20 * time.Millisecond}
+	// Snapshots every few transactions, compacting behind them, while the clients run.
+	cfg := Config{MinSessionTimeout: 300 * time.Millisecond, Tick: 20 * time.Millisecond, SnapshotEvery: 8}
 	var servers []*Service
 	var dying *crashingDriver
 	for i := range 3 {

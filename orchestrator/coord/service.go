@@ -32,6 +32,10 @@ type Config struct {
 	// Tick is how often the Service reads other writers' transactions and looks for expired
 	// sessions (200 ms).
 	Tick time.Duration
+	// SnapshotEvery is how many transactions pass between the snapshots a Service writes on
+	// its tick; each is followed by a compaction that keeps SnapshotEvery log entries before
+	// it, so a server lagging less than that never needs the snapshot (10000; negative: never).
+	SnapshotEvery int64
 	// OnWrite, when set, is called with the time each logged transaction spent in each stage
 	// of the write path, before the write returns (benchmarks; nil costs nothing).
 	OnWrite func(WriteStages)
@@ -55,6 +59,9 @@ type WriteStages struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 10000
+	}
 	if c.MinSessionTimeout <= 0 {
 		c.MinSessionTimeout = 4 * time.Second
 	}
@@ -91,6 +98,8 @@ type Service struct {
 	childW   map[string]map[*Watcher]bool
 	attached map[int64]*Watcher
 
+	snapshotAt int64 // the newest snapshot this Service wrote or started from (loop only)
+
 	touchMu sync.Mutex
 	touched map[int64]time.Time // when this Service last refreshed a session's heartbeat row
 
@@ -126,6 +135,16 @@ func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
 		attached: map[int64]*Watcher{}, touched: map[int64]time.Time{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	latest, err := s.latestSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if latest > 0 {
+		if s.t, err = s.loadSnapshot(ctx, latest); err != nil {
+			return nil, err
+		}
+		s.snapshotAt = latest
+	}
 	if err := s.catchUp(ctx, 0); err != nil {
 		return nil, err
 	}
@@ -157,8 +176,25 @@ func (s *Service) loop() {
 		// Both are retried next tick; a store outage shows in requests' errors.
 		_ = s.catchUp(ctx, 0)
 		_ = s.expire(ctx)
+		_ = s.maybeSnapshot(ctx)
 		cancel()
 	}
+}
+
+// maybeSnapshot writes a snapshot and compacts the log behind it once SnapshotEvery
+// transactions have passed since the last one.
+func (s *Service) maybeSnapshot(ctx context.Context) error {
+	every := s.cfg.SnapshotEvery
+	if every < 0 || s.LastZxid()-s.snapshotAt < every {
+		return nil
+	}
+	z, err := s.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	s.snapshotAt = z
+	_, err = s.Compact(ctx, every)
+	return err
 }
 
 // LastZxid is the last transaction applied to this Service's replica.
@@ -190,6 +226,13 @@ func (s *Service) catchUp(ctx context.Context, until int64) error {
 	for until == 0 || s.t.zxid < until {
 		next := s.t.zxid + 1
 		t, found, err := s.readTxn(ctx, next)
+		if errors.Is(err, errCompacted) {
+			// This replica lags behind a compaction: the latest snapshot takes it past next.
+			if err := s.jump(ctx, next); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -272,6 +315,9 @@ func (s *Service) readTxn(ctx context.Context, zxid int64) (*txn, bool, error) {
 	if err != nil || !found {
 		return nil, found, err
 	}
+	if compacted, _ := a["compacted"].(bool); compacted {
+		return nil, true, errCompacted
+	}
 	enc, _ := a["t"].([]byte)
 	if blob, ok := a["blob"].(string); ok {
 		parts, _ := a["parts"].(int64)
@@ -296,6 +342,14 @@ func (s *Service) readTxn(ctx context.Context, zxid int64) (*txn, bool, error) {
 	return &t, true, nil
 }
 
+// rowRoom is how many bytes of a value fit in one row of the table.
+func (s *Service) rowRoom() int {
+	if lim := s.tbl.Limits().MaxRowBytes; lim > 0 {
+		return lim - 4<<10 // keys and attribute names
+	}
+	return 1 << 30
+}
+
 // appendTxn claims zxid for t: true if t is now the log's entry zxid, false if another writer's
 // entry is. The conditional create is what orders all writers.
 func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, error) {
@@ -304,10 +358,7 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 		return false, err
 	}
 	upd := store.Update{store.SetAttr(store.Attr("t"), enc)}
-	room := 1 << 30
-	if lim := s.tbl.Limits().MaxRowBytes; lim > 0 {
-		room = lim - 4<<10 // keys and attribute names
-	}
+	room := s.rowRoom()
 	var partKeys []store.Key
 	if len(enc) > room {
 		// The parts go first, under an id of this attempt, so the entry is whole once it exists.

@@ -1,0 +1,114 @@
+package coord
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// A server lagging behind a compaction jumps to the snapshot: it ends with the same state as
+// the others, its watches fire as the skipped transactions would have fired them, writes go on
+// from there, and a new server starts from the snapshot without replaying what it covers.
+func TestSnapshotAndCompaction(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
+		ctx := context.Background()
+		manual := Config{MinSessionTimeout: 50 * time.Millisecond, Tick: time.Hour, SnapshotEvery: -1}
+		s1, err := New(ctx, open(), manual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s1.Close()
+		lagging, err := New(ctx, open(), manual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lagging.Close()
+		for _, p := range []string{"/a", "/c", "/p"} {
+			mustCreate(t, s1, Caller{}, p, "0", Persistent)
+		}
+		big := strings.Repeat("x", store.PortableMaxRowBytes) // a split entry, compacted too
+		mustCreate(t, s1, Caller{}, "/big", big, Persistent)
+		if _, err := lagging.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sess := newSession(t, lagging, time.Hour)
+		c, ws, _ := attach(t, lagging, sess)
+		lagging.View(func(v View) {
+			for _, p := range []string{"/a", "/c"} {
+				if _, _, err := v.Get(c, p, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := v.Exists(c, "/b", true); CodeOf(err) != NoNode {
+				t.Fatalf("exists /b: %v", err)
+			}
+			if _, _, err := v.Children(c, "/p", true); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// The lagging server reads nothing more while these are written, snapshotted and compacted.
+		for _, op := range []Op{
+			{Kind: OpSetData, Path: "/a", Data: []byte("1"), Version: -1},
+			{Kind: OpCreate, Path: "/b", ACL: OpenACLUnsafe},
+			{Kind: OpDelete, Path: "/c", Version: -1},
+			{Kind: OpCreate, Path: "/p/k", ACL: OpenACLUnsafe},
+		} {
+			if _, _, err := s1.Write(ctx, Caller{}, op); err != nil {
+				t.Fatal(err)
+			}
+		}
+		z, err := s1.Snapshot(ctx)
+		if err != nil || z != s1.LastZxid() {
+			t.Fatalf("snapshot at %d (%v), want %d", z, err, s1.LastZxid())
+		}
+		n, err := s1.Compact(ctx, 0)
+		if err != nil || n != int(z)-1 {
+			t.Fatalf("compacted %d entries (%v), want %d", n, err, z-1)
+		}
+		if parts, _ := s1.tbl.Scan(ctx, blobPartition, store.ScanOptions{}); len(parts) != 0 {
+			t.Fatalf("%d parts of compacted entries left", len(parts))
+		}
+		if _, err := lagging.Sync(ctx); err != nil {
+			t.Fatalf("the lagging server could not catch up: %v", err)
+		}
+		if got, want := dump(lagging), dump(s1); got != want {
+			t.Fatalf("after the jump:\n%s\nwant\n%s", got, want)
+		}
+		want := []string{"1 /b", "2 /c", "3 /a", "4 /p"}
+		if got := ws.events(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Fatalf("watch events %v, want %v", got, want)
+		}
+		// Writes go on through it, past the snapshot.
+		if _, zx, err := lagging.Write(ctx, c, Op{Kind: OpSetData, Path: "/a", Data: []byte("2"), Version: 1}); err != nil || zx != z+1 {
+			t.Fatalf("write after the jump: zxid %d, %v; want %d", zx, err, z+1)
+		}
+		// A new server starts from the snapshot: it reads none of the compacted entries.
+		d := &crashingDriver{Driver: open().Driver()}
+		fresh, err := New(ctx, store.NewTable(d, "fresh"), manual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fresh.Close()
+		if _, err := s1.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := dump(fresh), dump(s1); got != want {
+			t.Fatalf("a server started from the snapshot:\n%s\nwant\n%s", got, want)
+		}
+		if d.ops > 8 {
+			t.Fatalf("starting took %d store reads; the snapshot covers all but one entry", d.ops)
+		}
+		// A snapshot that does not match its checksum is refused.
+		name := snapName(z)
+		if err := s1.tbl.Put(ctx, snapKey(name+"/000000"), store.Attrs{"b": []byte(`{"z":1}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(ctx, open(), manual); err == nil || !strings.Contains(err.Error(), "checksum") {
+			t.Fatalf("a corrupt snapshot: %v, want a refusal naming the checksum", err)
+		}
+	})
+}
