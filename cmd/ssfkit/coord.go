@@ -41,6 +41,7 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	public := fs.Bool("public", false, "allow a non-loopback --addr; reachable from other machines, with ACLs the only protection")
 	minTimeout := fs.Duration("min-session-timeout", 4*time.Second, "the shortest session timeout granted")
 	maxTimeout := fs.Duration("max-session-timeout", 40*time.Second, "the longest session timeout granted")
+	snapshotEvery := fs.Int64("snapshot-every", 10000, "transactions between snapshots, each followed by a compaction of the log behind it (-1: never)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -53,11 +54,14 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *minTimeout <= 0 || *maxTimeout < *minTimeout {
 		return &cliUsageError{err: errors.New("coord serve: want 0 < --min-session-timeout <= --max-session-timeout")}
 	}
+	if *snapshotEvery == 0 || *snapshotEvery < -1 {
+		return &cliUsageError{err: fmt.Errorf("coord serve: --snapshot-every %d: want a positive number of transactions, or -1 for never", *snapshotEvery)}
+	}
 	ln, err := listenZooKeeper("coord serve", "--addr", *addr, "")
 	if err != nil {
 		return err
 	}
-	srv, err := coordserve.Start(ctx, *storeURL, ln, coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout},
+	srv, err := coordserve.Start(ctx, *storeURL, ln, coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery},
 		func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
 	if err != nil {
 		ln.Close()

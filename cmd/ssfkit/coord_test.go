@@ -88,6 +88,7 @@ func TestCoordServeRefusals(t *testing.T) {
 		{[]string{"serve", "--store", "mem://", "--addr", "0.0.0.0:2181"}, "pass --public"},
 		{[]string{"serve", "--store", "mem://", "--addr", busy.Addr().String()}, "already in use"},
 		{[]string{"start"}, "give the action: serve"},
+		{[]string{"serve", "--store", "mem://", "--snapshot-every", "0"}, "--snapshot-every 0: want a positive number"},
 	} {
 		err := runCoord(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
