@@ -51,8 +51,8 @@ type WriteStages struct {
 	Validate time.Duration
 	// Append is the conditional create of log row N: the lock and the commit in one request.
 	Append time.Duration
-	// Apply reads row N back, applies it to the replica and fires the watches it triggers
-	// (queueing their events on the watchers' connections).
+	// Apply applies the transaction to the replica (without reading row N back) and fires the
+	// watches it triggers (queueing their events on the watchers' connections).
 	Apply time.Duration
 	// Attempts is the number of zxids tried (1 when no other writer won one first).
 	Attempts int
@@ -242,25 +242,54 @@ func (s *Service) catchUp(ctx context.Context, until int64) error {
 			}
 			return nil
 		}
-		s.mu.Lock()
-		_, events, _, xerr := exec(s.t, t, next)
-		if xerr != nil {
-			// Validation ran exec on the same state: a logged transaction cannot fail unless the
-			// log was written by something else. Serving on would diverge from other replicas.
-			s.broken = fmt.Errorf("coord: log entry %d does not apply (%v); refusing to serve", next, xerr)
-			s.mu.Unlock()
-			return s.broken
-		}
-		s.t.zxid = next
-		s.fire(events, t)
-		s.mu.Unlock()
-		if t.Close {
-			s.touchMu.Lock()
-			delete(s.touched, t.Session)
-			s.touchMu.Unlock()
+		if err := s.applyLocked(t, next); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// applyLocked applies log entry zxid, the replica's next, with applyMu held.
+func (s *Service) applyLocked(t *txn, zxid int64) error {
+	s.mu.Lock()
+	_, events, _, xerr := exec(s.t, t, zxid)
+	if xerr != nil {
+		// Validation ran exec on the same state: a logged transaction cannot fail unless the
+		// log was written by something else. Serving on would diverge from other replicas.
+		s.broken = fmt.Errorf("coord: log entry %d does not apply (%v); refusing to serve", zxid, xerr)
+		s.mu.Unlock()
+		return s.broken
+	}
+	s.t.zxid = zxid
+	s.fire(events, t)
+	s.mu.Unlock()
+	if t.Close {
+		s.touchMu.Lock()
+		delete(s.touched, t.Session)
+		s.touchMu.Unlock()
+	}
+	return nil
+}
+
+// applyOwn applies the transaction this Service has just logged at zxid without reading it
+// back, unless a catch-up (the tick's) applied it first. It applies the entry as every other
+// replica will, decoded from the same encoding, so no replica can differ from the writer's.
+func (s *Service) applyOwn(ctx context.Context, zxid int64, t *txn) error {
+	enc, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	var logged txn
+	if err := json.Unmarshal(enc, &logged); err != nil {
+		return err
+	}
+	s.applyMu.Lock()
+	if s.broken == nil && s.t.zxid == zxid-1 {
+		defer s.applyMu.Unlock()
+		return s.applyLocked(&logged, zxid)
+	}
+	s.applyMu.Unlock()
+	return s.catchUp(ctx, zxid)
 }
 
 // fire delivers events to the watches they trigger and ends a closed session's attachment.
@@ -440,7 +469,7 @@ func (s *Service) write(ctx context.Context, t *txn) ([]Result, int64, int, erro
 		if !won {
 			continue // another writer took zxid: validate again on the state it made
 		}
-		if err := s.catchUp(ctx, zxid); err != nil {
+		if err := s.applyOwn(ctx, zxid, t); err != nil {
 			return nil, 0, 0, err
 		}
 		if s.cfg.OnWrite != nil {
