@@ -480,6 +480,68 @@ func (s *Service) write(ctx context.Context, t *txn) ([]Result, int64, int, erro
 	}
 }
 
+// Submit decides a session's sequenced request exactly once: request seq (1, 2, ... per
+// session) is applied as one all-or-nothing transaction, or its failure is logged, only after
+// seq-1 was decided, and a redelivery of a decided request, on any server, returns the outcome
+// its first decision recorded without deciding again. So a client, or a queue, that retries a
+// request after a lost reply or a crashed writer never applies it twice, and never sees two
+// different answers; a request that arrives before its predecessor is refused with
+// ErrOutOfOrder. This is the writer of FaaSKeeper's serverless path (docs/coordination.md).
+func (s *Service) Submit(ctx context.Context, c Caller, seq int64, ops []Op) (Outcome, error) {
+	if c.Session == 0 || seq <= 0 || len(ops) == 0 {
+		return Outcome{}, errf(BadArguments, "", "a sequenced request needs a session, a sequence number from 1 and ops")
+	}
+	t := &txn{Session: c.Session, Auth: c.Auth, Ops: ops, Seq: seq}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	t.Nonce = randomHex(12)
+	for {
+		if err := s.catchUp(ctx, 0); err != nil {
+			return Outcome{}, err
+		}
+		s.mu.RLock()
+		sess := s.t.sessions[c.Session]
+		switch {
+		case sess == nil:
+			s.mu.RUnlock()
+			return Outcome{}, errf(SessionExpired, "", "session %#x", c.Session)
+		case seq <= sess.seq:
+			out, kept := sess.outcomes[seq]
+			s.mu.RUnlock()
+			if !kept {
+				return Outcome{}, errf(BadArguments, "", "request %d was decided before the last %d the session keeps", seq, keptOutcomes)
+			}
+			return out, nil
+		case seq > sess.seq+1:
+			last := sess.seq
+			s.mu.RUnlock()
+			return Outcome{}, fmt.Errorf("%w: request %d, last decided %d", ErrOutOfOrder, seq, last)
+		}
+		zxid := s.t.zxid + 1
+		t.Time, t.Ops, t.Failed = time.Now().UnixMilli(), ops, nil
+		_, _, failed, xerr := exec(newOverlay(s.t), t, zxid)
+		s.mu.RUnlock()
+		if xerr != nil {
+			// The failure is the decision: logged without the ops, it changes nothing else.
+			t.Ops, t.Failed = nil, &Outcome{Failed: failed, Code: xerr.Code, Message: xerr.Error()}
+		}
+		won, err := s.appendTxn(ctx, zxid, t)
+		if err != nil {
+			return Outcome{}, err // unknown: submitting seq again answers with its decision
+		}
+		if !won {
+			continue
+		}
+		if err := s.applyOwn(ctx, zxid, t); err != nil {
+			return Outcome{}, err
+		}
+		s.mu.RLock()
+		out := s.t.sessions[c.Session].outcomes[seq]
+		s.mu.RUnlock()
+		return out, nil
+	}
+}
+
 // Write applies one op as one transaction.
 func (s *Service) Write(ctx context.Context, c Caller, op Op) (Result, int64, error) {
 	res, zxid, _, err := s.write(ctx, &txn{Session: c.Session, Auth: c.Auth, Ops: []Op{op}})

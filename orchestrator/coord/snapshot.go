@@ -36,9 +36,11 @@ type snapNode struct {
 }
 
 type snapSession struct {
-	ID        int64  `json:"i"`
-	Passwd    []byte `json:"p"`
-	TimeoutMs int32  `json:"t"`
+	ID        int64             `json:"i"`
+	Passwd    []byte            `json:"p"`
+	TimeoutMs int32             `json:"t"`
+	Seq       int64             `json:"q,omitempty"`
+	Outcomes  map[int64]Outcome `json:"o,omitempty"`
 }
 
 type snapState struct {
@@ -57,7 +59,7 @@ func (t *tree) export() *snapState {
 	}
 	for _, id := range slices.Sorted(maps.Keys(t.sessions)) {
 		s := t.sessions[id]
-		st.Sessions = append(st.Sessions, snapSession{ID: id, Passwd: s.passwd, TimeoutMs: s.timeoutMs})
+		st.Sessions = append(st.Sessions, snapSession{ID: id, Passwd: s.passwd, TimeoutMs: s.timeoutMs, Seq: s.seq, Outcomes: s.outcomes})
 	}
 	return st
 }
@@ -66,7 +68,7 @@ func (t *tree) export() *snapState {
 func restore(st *snapState) (*tree, error) {
 	t := &tree{nodes: map[string]*znode{}, sessions: map[int64]*session{}, zxid: st.Zxid}
 	for _, s := range st.Sessions {
-		t.sessions[s.ID] = &session{passwd: s.Passwd, timeoutMs: s.TimeoutMs, ephemerals: map[string]bool{}}
+		t.sessions[s.ID] = &session{passwd: s.Passwd, timeoutMs: s.TimeoutMs, ephemerals: map[string]bool{}, seq: s.Seq, outcomes: s.Outcomes}
 	}
 	for _, sn := range st.Nodes {
 		t.nodes[sn.Path] = &znode{data: sn.Data, acl: sn.ACL, stat: sn.Stat, created: sn.Created, children: map[string]bool{}}

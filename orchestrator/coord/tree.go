@@ -44,6 +44,29 @@ type session struct {
 	passwd     []byte
 	timeoutMs  int32
 	ephemerals map[string]bool
+	// seq is the last sequenced request (Service.Submit) decided for the session, and
+	// outcomes the decisions of the last keptOutcomes of them, so a redelivered request gets
+	// the answer its first delivery got.
+	seq      int64
+	outcomes map[int64]Outcome
+}
+
+// keptOutcomes is how many decided requests a session remembers: more than a client has in
+// flight, so any redelivery of an outstanding request finds its answer.
+const keptOutcomes = 64
+
+// decided returns s with request seq decided as out, the older outcomes beyond keptOutcomes
+// forgotten. It copies s: a validation's overlay must not change the replica's session.
+func (s *session) decided(seq int64, out Outcome) *session {
+	c := *s
+	c.outcomes = make(map[int64]Outcome, len(s.outcomes)+1)
+	for k, v := range s.outcomes {
+		if k > seq-keptOutcomes {
+			c.outcomes[k] = v
+		}
+	}
+	c.seq, c.outcomes[seq] = seq, out
+	return &c
 }
 
 // state is what executing a transaction reads and changes: the replica itself (apply), or an
@@ -141,6 +164,11 @@ type txn struct {
 	Ops     []Op     `json:"o,omitempty"`
 	Open    *openTxn `json:"open,omitempty"`
 	Close   bool     `json:"close,omitempty"`
+	// Seq is a sequenced request's number in its session (Service.Submit; 0: not sequenced),
+	// and Failed, when set, the failure decided for it: logged so that a redelivery gets the
+	// same answer, it changes nothing else.
+	Seq    int64    `json:"q,omitempty"`
+	Failed *Outcome `json:"f,omitempty"`
 }
 
 // openTxn is what a session's open transaction records.
@@ -180,6 +208,17 @@ func exec(st state, t *txn, zxid int64) (res []Result, events []Event, failed in
 	if t.Session != 0 && st.session(t.Session) == nil {
 		return nil, nil, 0, errf(SessionExpired, "", "session %#x", t.Session)
 	}
+	if t.Seq != 0 {
+		if s := st.session(t.Session); t.Session == 0 || t.Seq != s.seq+1 {
+			return nil, nil, 0, errf(SystemError, "", "sequenced request %d out of order", t.Seq)
+		}
+		if t.Failed != nil {
+			out := *t.Failed
+			out.Zxid = zxid
+			st.openSession(t.Session, st.session(t.Session).decided(t.Seq, out))
+			return nil, nil, 0, nil
+		}
+	}
 	res = make([]Result, len(t.Ops))
 	for i, op := range t.Ops {
 		r, evs, e := execOp(st, t, op, zxid)
@@ -188,6 +227,9 @@ func exec(st state, t *txn, zxid int64) (res []Result, events []Event, failed in
 		}
 		res[i] = r
 		events = append(events, evs...)
+	}
+	if t.Seq != 0 {
+		st.openSession(t.Session, st.session(t.Session).decided(t.Seq, Outcome{Zxid: zxid, Results: res}))
 	}
 	return res, events, 0, nil
 }

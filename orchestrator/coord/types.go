@@ -184,6 +184,21 @@ type Result struct {
 	Err  Code
 }
 
+// Outcome is what a sequenced request (Service.Submit) was decided to do, once and for all: the
+// zxid of its decision and, if it applied, its ops' results; if it failed, which op, why, and
+// nothing changed (Failed is that op's index; Code is OK when it applied).
+type Outcome struct {
+	Zxid    int64    `json:"z"`
+	Results []Result `json:"r,omitempty"`
+	Failed  int      `json:"i,omitempty"`
+	Code    Code     `json:"c,omitempty"`
+	Message string   `json:"m,omitempty"`
+}
+
+// ErrOutOfOrder: a sequenced request arrived before its predecessor was decided; deliver it
+// again later (a queue's redelivery does).
+var ErrOutOfOrder = errors.New("coord: sequenced request ahead of its predecessor")
+
 // EventType is a watch event's type, numbered as ZooKeeper's.
 type EventType int32
 
