@@ -247,7 +247,7 @@ func TestBucketSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	logged := objects(t, b)
-	lost := s.objectKey(1, "crashed")  // zxid 1 is /big's: this can never be named
+	lost := s.objectKey(1, "crashed")   // zxid 1 is /big's: this can never be named
 	future := s.objectKey(9, "pending") // zxid 9 is free: its append may yet win
 	other := "zk/another-table/" + fmt.Sprintf("%020d-x", 1)
 	for _, k := range []string{lost, future, other} {
