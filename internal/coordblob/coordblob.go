@@ -39,7 +39,7 @@ func Open(ctx context.Context, rawURL string) (*Bucket, error) {
 	}
 	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("blob URL %s: %w", Redacted(rawURL), err)
+		return nil, fmt.Errorf("blob URL %s: %w%s", Redacted(rawURL), err, hint(u.Scheme))
 	}
 	ok, err := b.IsAccessible(ctx)
 	if err == nil && !ok {
@@ -47,9 +47,22 @@ func Open(ctx context.Context, rawURL string) (*Bucket, error) {
 	}
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("bucket %s does not answer: %w (check the URL, that the bucket exists and the credentials: AWS_* for s3://, AZURE_STORAGE_* for azblob://, GOOGLE_APPLICATION_CREDENTIALS for gs://)", Redacted(rawURL), err)
+		return nil, fmt.Errorf("bucket %s does not answer: %w%s", Redacted(rawURL), err, hint(u.Scheme))
 	}
 	return &Bucket{b: b, url: rawURL}, nil
+}
+
+// hint says where a scheme's driver looks for credentials.
+func hint(scheme string) string {
+	switch scheme {
+	case "s3":
+		return " (credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or an instance role; ?region=R, and ?endpoint=URL&use_path_style=true for an S3-compatible server)"
+	case "azblob":
+		return " (credentials: AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_CONNECTION_STRING, or Azure's default identity; ?domain=HOST&protocol=http&localemu=true for Azurite)"
+	case "gs":
+		return " (credentials: GOOGLE_APPLICATION_CREDENTIALS or `gcloud auth application-default login`)"
+	}
+	return ""
 }
 
 // Redacted is a bucket URL without a password or SAS-like query values, for messages.
