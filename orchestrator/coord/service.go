@@ -442,9 +442,8 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 		// ambiguous failure they stay: the entry may yet name them. Such an object costs storage
 		// until a sweep; such parts stay.)
 		if object != "" {
-			if err := s.blobs.Delete(ctx, object); err != nil {
-				return false, err
-			}
+			// Not deleted now, it is an orphan of a zxid the log has passed: the next sweep's.
+			_ = s.blobs.Delete(ctx, object)
 		}
 		for _, k := range partKeys {
 			if _, err := s.tbl.Delete(ctx, k, store.Always()); err != nil {
