@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/coordblob"
 	"github.com/ssfkit/ssfkit/internal/coordserve"
 	"github.com/ssfkit/ssfkit/orchestrator/coord"
 )
@@ -20,8 +21,13 @@ the ZooKeeper protocol. Its state is the table's transaction log, so servers on 
 same table share it. Stop it with Ctrl-C; sessions outlive it until they expire.
 docs/coordination.md says what it does and what it does not yet do.
 
-Example:
-  ssfkit coord serve --store 'sqlite:///tmp/zk.db?table=zookeeper' --addr 127.0.0.1:2181`
+A log entry too large for one row (a znode's data is up to 1 MB) is split across
+rows of the table, or, with --blobs, kept as one object in a bucket (S3, Azure
+Blob Storage, Google Cloud Storage), where FaaSKeeper keeps node data.
+
+Examples:
+  ssfkit coord serve --store 'sqlite:///tmp/zk.db?table=zookeeper' --addr 127.0.0.1:2181
+  ssfkit coord serve --store 'dynamodb://zookeeper?region=us-east-1' --blobs 's3://my-zk-bucket?region=us-east-1'`
 
 // coordDefaultAddr is ZooKeeper's client port, on loopback.
 const coordDefaultAddr = "127.0.0.1:2181"
@@ -38,6 +44,7 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSetUsage("coord serve", "ssfkit coord serve [flags]", coordSynopsis, stderr)
 	storeURL := fs.String("store", "", "store `URL` of the service's table (required), e.g. sqlite:///abs/path.db?table=zookeeper or mem:// for a throwaway run")
 	addr := fs.String("addr", coordDefaultAddr, "ZooKeeper client `address` to listen on")
+	blobs := fs.String("blobs", "", "bucket `URL` for log entries too large for a row (default: split across rows): s3://BUCKET?region=R, azblob://CONTAINER, gs://BUCKET, file:///abs/dir, mem://; every server of the table needs the same one")
 	public := fs.Bool("public", false, "allow a non-loopback --addr; reachable from other machines, with ACLs the only protection")
 	minTimeout := fs.Duration("min-session-timeout", 4*time.Second, "the shortest session timeout granted")
 	maxTimeout := fs.Duration("max-session-timeout", 40*time.Second, "the longest session timeout granted")
@@ -61,15 +68,19 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv, err := coordserve.Start(ctx, *storeURL, ln, coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery},
+	srv, err := coordserve.Start(ctx, *storeURL, *blobs, ln, coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery},
 		func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("coord serve: %w", err)
 	}
 	defer srv.Close()
-	fmt.Fprintf(stdout, "ssfkit coord: ZooKeeper protocol on %s, store %s, session timeouts %v to %v\n"+
-		"  try: zkCli.sh -server %[1]s\nPress Ctrl-C to stop.\n", ln.Addr(), redacted(*storeURL), *minTimeout, *maxTimeout)
+	large := "split across rows"
+	if *blobs != "" {
+		large = "in bucket " + coordblob.Redacted(*blobs)
+	}
+	fmt.Fprintf(stdout, "ssfkit coord: ZooKeeper protocol on %s, store %s, large entries %s, session timeouts %v to %v\n"+
+		"  try: zkCli.sh -server %[1]s\nPress Ctrl-C to stop.\n", ln.Addr(), redacted(*storeURL), large, *minTimeout, *maxTimeout)
 	select {
 	case err := <-srv.Failed():
 		return fmt.Errorf("coord serve: %w", err)

@@ -48,7 +48,8 @@ func TestCoordServe(t *testing.T) {
 	out := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runCoord(ctx, []string{"serve", "--store", "sqlite://" + t.TempDir() + "/zk.db?table=zookeeper", "--addr", "127.0.0.1:0"}, out, io.Discard)
+		done <- runCoord(ctx, []string{"serve", "--store", "sqlite://" + t.TempDir() + "/zk.db?table=zookeeper", "--addr", "127.0.0.1:0",
+			"--blobs", "file://" + t.TempDir()}, out, io.Discard)
 	}()
 	on := regexp.MustCompile(`ZooKeeper protocol on (127\.0\.0\.1:\d+)`)
 	addr := ""
@@ -66,6 +67,9 @@ func TestCoordServe(t *testing.T) {
 		}
 	}
 	zkRoundTrip(t, addr, "/serve")
+	if !strings.Contains(out.String(), "large entries in bucket file://") {
+		t.Errorf("the banner does not name the bucket:\n%s", out.String())
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("coord serve: %v", err)
@@ -89,6 +93,8 @@ func TestCoordServeRefusals(t *testing.T) {
 		{[]string{"serve", "--store", "mem://", "--addr", busy.Addr().String()}, "already in use"},
 		{[]string{"start"}, "give the action: serve"},
 		{[]string{"serve", "--store", "mem://", "--snapshot-every", "0"}, "--snapshot-every 0: want a positive number"},
+		{[]string{"serve", "--store", "mem://", "--addr", "127.0.0.1:0", "--blobs", "nosuch://b"}, `coord serve: blob URL nosuch://b: open blob.Bucket: no driver registered for "nosuch"`},
+		{[]string{"serve", "--store", "mem://", "--addr", "127.0.0.1:0", "--blobs", "file://" + t.TempDir() + "/absent"}, "coord serve: blob URL file://"},
 	} {
 		err := runCoord(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -118,6 +124,10 @@ func TestDevServesZooKeeper(t *testing.T) {
 		"--zk-addr", busy.Addr().String()}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--zk-addr 127.0.0.1:PORT") || !strings.Contains(err.Error(), "--zk-addr off") {
 		t.Errorf("dev on a busy ZooKeeper port: %v", err)
+	}
+	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--zk-addr", "off", "--zk-blobs", "mem://"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "which --zk-addr off turns off") {
+		t.Errorf("dev --zk-blobs without the coordination service: %v", err)
 	}
 	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--zk-addr", "0.0.0.0:2181"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--zk-addr") || !strings.Contains(err.Error(), "--public") {

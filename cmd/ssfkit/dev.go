@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/internal/coordblob"
 	"github.com/ssfkit/ssfkit/internal/coordserve"
 	"github.com/ssfkit/ssfkit/internal/deploy"
 	"github.com/ssfkit/ssfkit/orchestrator/coord"
@@ -47,7 +48,8 @@ What it starts and writes, and the flags that move it or turn it off:
              cluster instead of starting one
   ZooKeeper  the coordination service for ZooKeeper clients on 127.0.0.1:2181
              (--zk-addr; --zk-addr off turns it off), its state in the table
-             zookeeper of the store`
+             zookeeper of the store; with --zk-blobs, large log entries in a
+             bucket rather than split across rows`
 
 // Runtime timing in dev: short enough that an abandoned request finishes within half a minute
 // and logs are reclaimed within minutes, long enough for any request to the example. The
@@ -74,6 +76,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	addr := fs.String("addr", "127.0.0.1:8080", "HTTP listen `address`")
 	public := fs.Bool("public", false, "allow a non-loopback --addr or --zk-addr; neither has authentication")
 	zkAddr := fs.String("zk-addr", coordDefaultAddr, "the coordination service's ZooKeeper client `address` ('off': none)")
+	zkBlobs := fs.String("zk-blobs", "", "bucket `URL` for the coordination service's log entries too large for a row (default: split across rows), as 'ssfkit coord serve --blobs'")
 	icEvery := fs.Duration("ic-every", time.Second, "intent collector period (0 disables it)")
 	gcEvery := fs.Duration("gc-every", 10*time.Second, "garbage collector period (0 disables it)")
 	var tf temporalFlags
@@ -90,6 +93,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := checkListenAddr("dev", "--zk-addr", *zkAddr, *public); err != nil {
 			return &cliUsageError{err: err}
 		}
+	} else if *zkBlobs != "" {
+		return &cliUsageError{err: errors.New("dev: --zk-blobs is for the coordination service, which --zk-addr off turns off")}
 	}
 	if *icEvery < 0 || *gcEvery < 0 {
 		return &cliUsageError{err: errors.New("dev: --ic-every and --gc-every must not be negative")}
@@ -154,12 +159,15 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	zkLine := "off"
 	if zkLn != nil {
-		zk, err := coordserve.Start(ctx, place.coordURL, zkLn, coord.Config{}, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
+		zk, err := coordserve.Start(ctx, place.coordURL, *zkBlobs, zkLn, coord.Config{}, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
 		if err != nil {
 			return fmt.Errorf("dev: %w", err)
 		}
 		defer zk.Close()
 		zkLine = fmt.Sprintf("%s, ZooKeeper's protocol (zkCli.sh -server %[1]s), on %s", zkLn.Addr(), place.coordDescribe)
+		if *zkBlobs != "" {
+			zkLine += ", large entries in " + coordblob.Redacted(*zkBlobs)
+		}
 	}
 	// A dev server may be left running: slow or idle clients cannot hold connections for
 	// ever, nor open without bound.

@@ -104,6 +104,7 @@ func pythonOf(script string) string {
 type AzuriteEndpoints struct {
 	Table string // e.g. http://127.0.0.1:PORT/devstoreaccount1
 	Queue string
+	Blob  string
 }
 
 // The development storage account Azurite accepts.
@@ -112,15 +113,15 @@ const (
 	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
-// Azurite serves Azure Tables and Queues in memory; Addr returns "TABLE_URL QUEUE_URL", which
-// AzuriteAddrs splits.
+// Azurite serves Azure Tables, Queues and Blobs in memory; Addr returns "TABLE_URL QUEUE_URL
+// BLOB_URL", which AzuriteAddrs splits.
 var Azurite = &Server{Name: "Azurite (Azure Storage emulator)", Start: startAzurite}
 
 // AzuriteAddrs starts Azurite if needed and returns its endpoints.
 func AzuriteAddrs(t suite.T) AzuriteEndpoints {
 	t.Helper()
 	var e AzuriteEndpoints
-	fmt.Sscan(Azurite.Addr(t), &e.Table, &e.Queue)
+	fmt.Sscan(Azurite.Addr(t), &e.Table, &e.Queue, &e.Blob)
 	return e
 }
 
@@ -146,12 +147,13 @@ func startAzurite() (string, func(), error) {
 	}
 	table := "http://" + HostPort(ports[2]) + "/" + AzuriteAccount
 	queue := "http://" + HostPort(ports[1]) + "/" + AzuriteAccount
-	for _, port := range []int{ports[1], ports[2]} {
+	blob := "http://" + HostPort(ports[0]) + "/" + AzuriteAccount
+	for _, port := range []int{ports[0], ports[1], ports[2]} {
 		if err := p.WaitReady(60*time.Second, DialReady(HostPort(port))); err != nil {
 			return "", nil, err
 		}
 	}
-	return table + " " + queue, p.Stop, nil
+	return table + " " + queue + " " + blob, p.Stop, nil
 }
 
 // httpReady succeeds once url answers an HTTP GET with any status below 500.

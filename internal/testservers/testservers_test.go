@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 // Each emulator starts on 127.0.0.1 and answers HTTP.
 func TestEmulatorsStart(t *testing.T) {
 	az := AzuriteAddrs(t)
-	for name, url := range map[string]string{"moto": Moto.Addr(t) + "/moto-api/", "azurite table": az.Table, "azurite queue": az.Queue} {
+	for name, url := range map[string]string{"moto": Moto.Addr(t) + "/moto-api/", "azurite table": az.Table, "azurite queue": az.Queue, "azurite blob": az.Blob} {
 		if !strings.HasPrefix(url, "http://127.0.0.1:") {
 			t.Errorf("%s at %s, want 127.0.0.1", name, url)
 		}

@@ -48,7 +48,15 @@ var fast = Config{MinSessionTimeout: 50 * time.Millisecond, Tick: 10 * time.Mill
 
 func newService(t *testing.T, tbl *store.Table) *Service {
 	t.Helper()
-	s, err := New(context.Background(), tbl, fast)
+	return newServiceWith(t, tbl, Config{})
+}
+
+// newServiceWith is newService with cfg's Blobs and BlobSweep.
+func newServiceWith(t *testing.T, tbl *store.Table, cfg Config) *Service {
+	t.Helper()
+	c := fast
+	c.Blobs, c.BlobSweep = cfg.Blobs, cfg.BlobSweep
+	s, err := New(context.Background(), tbl, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/coordblob"
 )
 
 // crashingDriver is a server process that dies at its k-th store operation: before the
@@ -71,8 +73,42 @@ func (d *crashingDriver) Delete(ctx context.Context, k store.Key, c store.Cond) 
 	return
 }
 
-// crashStores are the stores the crash enumeration runs on: under -race each takes about half a
-// minute, so the default run takes mem and `make test-long` both.
+// crashingBlobs is the same process's bucket: its operations are crash points too, counted with
+// the store's.
+type crashingBlobs struct {
+	Blobs
+	d *crashingDriver
+}
+
+func (b crashingBlobs) Put(ctx context.Context, k string, data []byte) error {
+	return b.d.do(func() error { return b.Blobs.Put(ctx, k, data) })
+}
+
+func (b crashingBlobs) Get(ctx context.Context, k string) (data []byte, err error) {
+	err = b.d.do(func() (e error) { data, e = b.Blobs.Get(ctx, k); return })
+	return
+}
+
+func (b crashingBlobs) Delete(ctx context.Context, k string) error {
+	return b.d.do(func() error { return b.Blobs.Delete(ctx, k) })
+}
+
+func (b crashingBlobs) List(ctx context.Context, prefix string, fn func(string) error) error {
+	return b.d.do(func() error { return b.Blobs.List(ctx, prefix, fn) })
+}
+
+func memBucket(t *testing.T) *coordblob.Bucket {
+	b, err := coordblob.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// crashStores are the stores the crash enumeration runs on, each with large entries split across
+// rows and in a bucket: under -race sqlite takes about a minute, so the default run takes mem and
+// `make test-long` both.
 var crashStores = flag.String("coord.crash.stores", "mem", "stores (mem,sqlite) TestServerCrashAtEveryStoreOperation runs on")
 
 // The script's steps: every kind of write, a session's life, and an entry split across rows.
@@ -103,8 +139,9 @@ var crashScript = []crashStep{
 	writeStep("create sequential", Op{Kind: OpCreate, Path: "/a/s-", ACL: OpenACLUnsafe, Mode: PersistentSequential}),
 	writeStep("set", Op{Kind: OpSetData, Path: "/a", Data: []byte("2"), Version: 0}),
 	writeStep("multi", Op{Kind: OpCreate, Path: "/a/b", ACL: OpenACLUnsafe}, Op{Kind: OpSetData, Path: "/a", Data: []byte("3"), Version: 1}),
-	// Over one row once encoded: the entry is split across rows (TestLargeDataSpansRows has 1 MB).
-	writeStep("create split", Op{Kind: OpCreate, Path: "/big", Data: bytes.Repeat([]byte("x"), store.PortableMaxRowBytes), ACL: OpenACLUnsafe}),
+	// Over one row once encoded: the entry is split across rows, or is an object in the bucket
+	// (TestLargeDataSpansRows and TestLargeDataInBucket have 1 MB).
+	writeStep("create large", Op{Kind: OpCreate, Path: "/big", Data: bytes.Repeat([]byte("x"), store.PortableMaxRowBytes), ACL: OpenACLUnsafe}),
 	writeStep("delete", Op{Kind: OpDelete, Path: "/a/b", Version: -1}),
 	writeStep("delete split", Op{Kind: OpDelete, Path: "/big", Version: -1}), // keeps the snapshot small
 	// Neither changes the state: a crash in either must leave a table a server starts on.
@@ -138,7 +175,8 @@ func normalized(s *Service) string {
 // crashRun runs the script on a Service whose process dies at store operation at (0: never),
 // then starts a fresh Service on the table, as a restarted or another server would, and returns
 // it with the index of the step that failed (len(crashScript) if none did).
-func crashRun(t *testing.T, url string, at int, after bool) (*Service, int, int) {
+// With bucket set, the Services keep large entries in it; bucket outlives the crashed process.
+func crashRun(t *testing.T, url string, at int, after bool, bucket Blobs) (*Service, int, int) {
 	ctx := context.Background()
 	base, err := store.Open(ctx, url)
 	if err != nil {
@@ -148,7 +186,11 @@ func crashRun(t *testing.T, url string, at int, after bool) (*Service, int, int)
 	d := &crashingDriver{Driver: base.Driver(), at: at, after: after}
 	// The tick is an hour: the script's operations are the only ones, so crash points repeat.
 	cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: time.Hour, SnapshotEvery: -1}
-	s, err := New(ctx, store.NewTable(d, url), cfg)
+	crashCfg := cfg
+	if bucket != nil {
+		cfg.Blobs, crashCfg.Blobs = bucket, crashingBlobs{bucket, d}
+	}
+	s, err := New(ctx, store.NewTable(d, url), crashCfg)
 	failed := len(crashScript)
 	if err == nil {
 		var c Caller
@@ -186,14 +228,23 @@ func crashRun(t *testing.T, url string, at int, after bool) (*Service, int, int)
 // applied, the session's ephemerals go with its close.
 func TestServerCrashAtEveryStoreOperation(t *testing.T) {
 	dir := t.TempDir()
-	for _, backend := range []struct{ name, url string }{
-		{"mem", "mem://coord-crash-%d-%v"},
-		{"sqlite", "sqlite://" + filepath.Join(dir, "crash-%d-%v.db")},
+	for _, backend := range []struct {
+		name, url string
+		blobs     bool
+	}{
+		{"mem", "mem://coord-crash-%d-%v", false},
+		{"mem", "mem://coord-crash-blobs-%d-%v", true},
+		{"sqlite", "sqlite://" + filepath.Join(dir, "crash-%d-%v.db"), false},
+		{"sqlite", "sqlite://" + filepath.Join(dir, "crash-blobs-%d-%v.db"), true},
 	} {
 		if !slices.Contains(strings.Split(*crashStores, ","), backend.name) {
 			continue
 		}
-		t.Run(backend.name, func(t *testing.T) {
+		name := backend.name + "/rows"
+		if backend.blobs {
+			name = backend.name + "/bucket"
+		}
+		t.Run(name, func(t *testing.T) {
 			// The clean run: the state after each step.
 			ctx := context.Background()
 			tbl, err := store.Open(ctx, fmt.Sprintf(backend.url, 0, "clean"))
@@ -202,7 +253,11 @@ func TestServerCrashAtEveryStoreOperation(t *testing.T) {
 			}
 			defer tbl.Close()
 			d := &crashingDriver{Driver: tbl.Driver()}
-			s, err := New(ctx, store.NewTable(d, "clean"), Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: time.Hour, SnapshotEvery: -1})
+			cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: time.Hour, SnapshotEvery: -1}
+			if backend.blobs {
+				cfg.Blobs = crashingBlobs{memBucket(t), d}
+			}
+			s, err := New(ctx, store.NewTable(d, "clean"), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +273,15 @@ func TestServerCrashAtEveryStoreOperation(t *testing.T) {
 			total := d.ops
 			for at := 1; at <= total; at++ {
 				for _, after := range []bool{false, true} {
-					s, failed, _ := crashRun(t, fmt.Sprintf(backend.url, at, after), at, after)
+					var bucket *coordblob.Bucket
+					if backend.blobs {
+						bucket = memBucket(t)
+					}
+					var blobs Blobs
+					if bucket != nil {
+						blobs = bucket
+					}
+					s, failed, _ := crashRun(t, fmt.Sprintf(backend.url, at, after), at, after, blobs)
 					if err := s.expire(ctx); err != nil {
 						t.Fatalf("crash at op %d (after=%v): the new server's expirer: %v", at, after, err)
 					}
@@ -241,8 +304,29 @@ func TestServerCrashAtEveryStoreOperation(t *testing.T) {
 							t.Fatalf("crash at op %d (after=%v): session %#x was fenced but is still open after the expirer ran", at, after, id)
 						}
 					}
+					if bucket != nil {
+						// The sweep deletes the crashed append's object, if any, unless its zxid is
+						// still free, and no object the log names. A server started from a
+						// snapshot leaves the objects up to it to compaction, which deletes them
+						// below the snapshot (an orphan of the snapshot's own zxid waits for the
+						// next one).
+						if _, err := s.sweep(ctx); err != nil {
+							t.Fatalf("crash at op %d (after=%v): sweep: %v", at, after, err)
+						}
+						if s.base > 0 {
+							if _, err := s.Compact(ctx, 0); err != nil {
+								t.Fatalf("crash at op %d (after=%v): compact: %v", at, after, err)
+							}
+						}
+						for _, key := range objects(t, bucket) {
+							zxid, _ := strconv.ParseInt(strings.SplitN(strings.TrimPrefix(key, s.objPrefix), "-", 2)[0], 10, 64)
+							if !s.named[key] && zxid <= s.LastZxid() && zxid != s.base {
+								t.Fatalf("crash at op %d (after=%v): object %s of a lost append outlived the sweep and the compaction", at, after, key)
+							}
+						}
+					}
 					// A fresh replica of the same table agrees.
-					if again := normalized(newService(t, s.tbl)); again != got {
+					if again := normalized(newServiceWith(t, s.tbl, Config{Blobs: blobs})); again != got {
 						t.Fatalf("crash at op %d (after=%v): two replicas of the table differ:\n%s\n%s", at, after, got, again)
 					}
 				}

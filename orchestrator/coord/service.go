@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,7 +25,22 @@ const (
 	txnPartition     = "zk/txn"     // one row per zxid, sort key its 20-digit decimal
 	blobPartition    = "zk/blob"    // a large transaction's parts, written before its log row
 	sessionPartition = "zk/session" // one heartbeat row per session, sort key its hex id
+	metaPartition    = "zk/meta"    // the table's settings: "blobs", the id its objects go under
 )
+
+// Blobs is an object store for log entries too large for one row (FaaSKeeper keeps node data
+// in S3): internal/coordblob opens one by URL (S3, Azure Blob, GCS, a directory, memory). Its
+// objects are immutable once the log names them.
+type Blobs interface {
+	// Put writes an object whole.
+	Put(ctx context.Context, key string, data []byte) error
+	// Get reads an object; an error wrapping fs.ErrNotExist when there is none.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Delete removes an object; deleting one that is not there is no error.
+	Delete(ctx context.Context, key string) error
+	// List calls fn with the key of every object under prefix.
+	List(ctx context.Context, prefix string, fn func(key string) error) error
+}
 
 // Config tunes a Service; zero values take ZooKeeper's defaults for a 2 s tick.
 type Config struct {
@@ -39,6 +56,14 @@ type Config struct {
 	// OnWrite, when set, is called with the time each logged transaction spent in each stage
 	// of the write path, before the write returns (benchmarks; nil costs nothing).
 	OnWrite func(WriteStages)
+	// Blobs, when set, holds each log entry too large for one row, as one object named by its
+	// log row with its SHA-256; without it such an entry is split across rows of the table.
+	// Every Service on a table must have the same Blobs.
+	Blobs Blobs
+	// BlobSweep is how often the Service deletes objects no log row can name any more: those of
+	// appends that lost their zxid after an ambiguous failure or a crash (10 min; negative:
+	// never).
+	BlobSweep time.Duration
 }
 
 // WriteStages is where one logged transaction's write spent its time, stage by stage (the
@@ -74,6 +99,9 @@ func (c Config) withDefaults() Config {
 	if c.Tick <= 0 {
 		c.Tick = 200 * time.Millisecond
 	}
+	if c.BlobSweep == 0 {
+		c.BlobSweep = 10 * time.Minute
+	}
 	return c
 }
 
@@ -93,12 +121,21 @@ type Service struct {
 	t       *tree
 	broken  error // a log entry that did not apply: the Service refuses everything after it
 
+	blobs     Blobs
+	objPrefix string // this table's objects: zk/<the table's blobs id>/
+	namedMu   sync.Mutex
+	named     map[string]bool // the objects log rows name
+	lastSweep time.Time
+
 	watchMu  sync.Mutex
 	dataW    map[string]map[*Watcher]bool // data and exists watches, by path
 	childW   map[string]map[*Watcher]bool
 	attached map[int64]*Watcher
 
 	snapshotAt int64 // the newest snapshot this Service wrote or started from (loop only)
+	// base is the snapshot the replica was last loaded from (0: it replayed the log from the
+	// start): it never read the entries up to it, so it cannot tell their objects (mu).
+	base int64
 
 	touchMu sync.Mutex
 	touched map[int64]time.Time // when this Service last refreshed a session's heartbeat row
@@ -134,6 +171,14 @@ func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
 		dataW: map[string]map[*Watcher]bool{}, childW: map[string]map[*Watcher]bool{},
 		attached: map[int64]*Watcher{}, touched: map[int64]time.Time{},
 		stop: make(chan struct{}), done: make(chan struct{}),
+		blobs: cfg.Blobs, named: map[string]bool{}, lastSweep: time.Now(),
+	}
+	if s.blobs != nil {
+		id, err := s.blobsID(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.objPrefix = "zk/" + id + "/"
 	}
 	latest, err := s.latestSnapshot(ctx)
 	if err != nil {
@@ -143,7 +188,7 @@ func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
 		if s.t, err = s.loadSnapshot(ctx, latest); err != nil {
 			return nil, err
 		}
-		s.snapshotAt = latest
+		s.snapshotAt, s.base = latest, latest
 	}
 	if err := s.catchUp(ctx, 0); err != nil {
 		return nil, err
@@ -177,6 +222,11 @@ func (s *Service) loop() {
 		_ = s.catchUp(ctx, 0)
 		_ = s.expire(ctx)
 		_ = s.maybeSnapshot(ctx)
+		if s.blobs != nil && s.cfg.BlobSweep > 0 && time.Since(s.lastSweep) >= s.cfg.BlobSweep {
+			if _, err := s.sweep(ctx); err == nil {
+				s.lastSweep = time.Now()
+			}
+		}
 		cancel()
 	}
 }
@@ -232,6 +282,12 @@ func (s *Service) catchUp(ctx context.Context, until int64) error {
 				return err
 			}
 			continue
+		}
+		var bad *badEntry
+		if errors.As(err, &bad) {
+			// Serving without the entry would diverge from replicas that have it.
+			s.broken = fmt.Errorf("%w; refusing to serve", err)
+			return s.broken
 		}
 		if err != nil {
 			return err
@@ -338,7 +394,41 @@ func (s *Service) fire(events []Event, t *txn) {
 	}
 }
 
-// readTxn reads log entry zxid, joining its parts when it was too large for one row.
+// badEntry is a log entry that cannot be read back, for good: its object is missing or not the
+// one it names. No retry helps, so the Service refuses to serve (catchUp).
+type badEntry struct{ error }
+
+// blobsID returns the table's id for its objects, choosing it on first use: objects of two tables
+// sharing a bucket never mix, and one table's sweep cannot delete the other's.
+func (s *Service) blobsID(ctx context.Context) (string, error) {
+	k := store.Key{Partition: metaPartition, Sort: "blobs"}
+	if a, found, err := s.tbl.Get(ctx, k); err != nil {
+		return "", err
+	} else if id, ok := a["id"].(string); found && ok {
+		return id, nil
+	}
+	// The first writer of the row wins; a lost reply or a lost race reads the winner's id.
+	_, err := s.tbl.Update(ctx, k, store.RowAbsent(), store.Update{store.SetAttr(store.Attr("id"), randomHex(8))})
+	a, found, rerr := s.tbl.Get(ctx, k)
+	id, ok := a["id"].(string)
+	switch {
+	case rerr != nil:
+		return "", rerr
+	case !found || !ok:
+		if err == nil {
+			err = errors.New("the row did not keep its id")
+		}
+		return "", fmt.Errorf("coord: choosing the table's object prefix: %w", err)
+	}
+	return id, nil
+}
+
+// objectKey names the object of an append attempt: zxid first, so a sweep reads it from the key.
+func (s *Service) objectKey(zxid int64, nonce string) string {
+	return fmt.Sprintf("%s%020d-%s", s.objPrefix, zxid, nonce)
+}
+
+// readTxn reads log entry zxid, from its object or its parts when it was too large for one row.
 func (s *Service) readTxn(ctx context.Context, zxid int64) (*txn, bool, error) {
 	a, found, err := s.tbl.Get(ctx, txnKey(zxid))
 	if err != nil || !found {
@@ -348,7 +438,26 @@ func (s *Service) readTxn(ctx context.Context, zxid int64) (*txn, bool, error) {
 		return nil, true, errCompacted
 	}
 	enc, _ := a["t"].([]byte)
-	if blob, ok := a["blob"].(string); ok {
+	if key, ok := a["obj"].(string); ok {
+		if s.blobs == nil {
+			return nil, false, &badEntry{fmt.Errorf("coord: log entry %d is in object %s, and this server has no bucket (Config.Blobs, --blobs)", zxid, key)}
+		}
+		b, err := s.blobs.Get(ctx, key)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, &badEntry{fmt.Errorf("coord: log entry %d: its object %s is missing from the bucket", zxid, key)}
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("coord: log entry %d: reading object %s: %w", zxid, key, err)
+		}
+		sum := sha256.Sum256(b)
+		if want, _ := a["sha256"].(string); hex.EncodeToString(sum[:]) != want {
+			return nil, false, &badEntry{fmt.Errorf("coord: log entry %d: object %s is not the one logged (SHA-256 %x, logged %s)", zxid, key, sum, want)}
+		}
+		s.namedMu.Lock()
+		s.named[key] = true
+		s.namedMu.Unlock()
+		enc = b
+	} else if blob, ok := a["blob"].(string); ok {
 		parts, _ := a["parts"].(int64)
 		var buf bytes.Buffer
 		for i := int64(0); i < parts; i++ {
@@ -389,7 +498,17 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 	upd := store.Update{store.SetAttr(store.Attr("t"), enc)}
 	room := s.rowRoom()
 	var partKeys []store.Key
-	if len(enc) > room {
+	var object string
+	if len(enc) > room && s.blobs != nil {
+		// The object goes first, so the entry is whole once its row exists; the row names it and
+		// its hash, so a reader notices a missing or different object.
+		object = s.objectKey(zxid, t.Nonce)
+		if err := s.blobs.Put(ctx, object, enc); err != nil {
+			return false, err // it may exist: a sweep deletes it once zxid is another entry's
+		}
+		sum := sha256.Sum256(enc)
+		upd = store.Update{store.SetAttr(store.Attr("obj"), object), store.SetAttr(store.Attr("sha256"), hex.EncodeToString(sum[:]))}
+	} else if len(enc) > room {
 		// The parts go first, under an id of this attempt, so the entry is whole once it exists.
 		blob := fmt.Sprintf("%s-%d", t.Nonce, zxid)
 		for i := 0; i*room < len(enc); i++ {
@@ -402,8 +521,13 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 		upd = store.Update{store.SetAttr(store.Attr("blob"), blob), store.SetAttr(store.Attr("parts"), int64(len(partKeys)))}
 	}
 	lost := func() (bool, error) {
-		// Certainly not ours: nothing will ever read these parts. (After an ambiguous failure
-		// they stay: the entry may yet name them.)
+		// Certainly not ours: nothing will ever read these parts or this object. (After an
+		// ambiguous failure they stay: the entry may yet name them. Such an object costs storage
+		// until a sweep; such parts stay.)
+		if object != "" {
+			// Not deleted now, it is an orphan of a zxid the log has passed: the next sweep's.
+			_ = s.blobs.Delete(ctx, object)
+		}
 		for _, k := range partKeys {
 			if _, err := s.tbl.Delete(ctx, k, store.Always()); err != nil {
 				return false, err
@@ -987,6 +1111,48 @@ func (s *Service) expire(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// objectZxid reads the zxid an object's key was written for.
+func objectZxid(prefix, key string) (int64, bool) {
+	zs, _, ok := strings.Cut(strings.TrimPrefix(key, prefix), "-")
+	zxid, err := strconv.ParseInt(zs, 10, 64)
+	return zxid, ok && err == nil
+}
+
+// sweep deletes this table's objects that no log row names and none ever will: an object's key
+// holds the zxid its append tried, and once the replica has applied entry zxid (the log is
+// immutable) an object the entry does not name can never be named. Objects of zxids beyond the
+// replica stay: their append may still be under way. It returns how many it deleted.
+func (s *Service) sweep(ctx context.Context) (int, error) {
+	s.mu.RLock()
+	base, last := s.base, s.t.zxid
+	s.mu.RUnlock()
+	// Every entry after base up to last was read (so its object named) before the replica
+	// reached it. Objects up to base are compaction's (Compact).
+	var dead []string
+	err := s.blobs.List(ctx, s.objPrefix, func(key string) error {
+		zxid, ok := objectZxid(s.objPrefix, key)
+		if !ok || zxid <= base || zxid > last {
+			return nil
+		}
+		s.namedMu.Lock()
+		named := s.named[key]
+		s.namedMu.Unlock()
+		if !named {
+			dead = append(dead, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, key := range dead {
+		if err := s.blobs.Delete(ctx, key); err != nil {
+			return i, err
+		}
+	}
+	return len(dead), nil
 }
 
 // Check answers a standalone check op: the node exists, is readable and has version (-1: any).

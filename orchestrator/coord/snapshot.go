@@ -187,8 +187,8 @@ func (s *Service) loadSnapshot(ctx context.Context, zxid int64) (*tree, error) {
 }
 
 // Compact turns the log entries before the latest snapshot, but the last keep of them, into
-// stubs, and deletes the parts of split ones and the snapshots older than the latest. It
-// returns how many entries it compacted.
+// stubs, and deletes the parts or objects of split ones and the snapshots older than the
+// latest. It returns how many entries it compacted.
 func (s *Service) Compact(ctx context.Context, keep int64) (int, error) {
 	latest, err := s.latestSnapshot(ctx)
 	if err != nil || latest == 0 {
@@ -211,6 +211,7 @@ func (s *Service) Compact(ctx context.Context, keep int64) (int, error) {
 		if _, err := s.tbl.Update(ctx, txnKey(z), store.RowExists(), store.Update{
 			store.SetAttr(store.Attr("compacted"), true), store.RemoveAttr(store.Attr("t")),
 			store.RemoveAttr(store.Attr("blob")), store.RemoveAttr(store.Attr("parts")),
+			store.RemoveAttr(store.Attr("obj")), store.RemoveAttr(store.Attr("sha256")),
 		}); err != nil {
 			return n, err
 		}
@@ -226,6 +227,25 @@ func (s *Service) Compact(ctx context.Context, keep int64) (int, error) {
 		if _, err := s.tbl.Update(ctx, snapKey("compacted"), store.Or(store.RowAbsent(), store.Compare(store.Attr("z"), store.Lt, z)),
 			store.Update{store.SetAttr(store.Attr("z"), z)}); err != nil {
 			return n, err
+		}
+	}
+	// The objects of compacted entries, and the orphans of appends that lost those zxids (a
+	// crash between a stub and its object's deletion leaves one too).
+	if s.blobs != nil {
+		upTo := latest - keep - 1
+		var dead []string
+		if err := s.blobs.List(ctx, s.objPrefix, func(key string) error {
+			if z, ok := objectZxid(s.objPrefix, key); ok && z <= upTo {
+				dead = append(dead, key)
+			}
+			return nil
+		}); err != nil {
+			return n, err
+		}
+		for _, key := range dead {
+			if err := s.blobs.Delete(ctx, key); err != nil {
+				return n, err
+			}
 		}
 	}
 	// Older snapshots: their parts and manifests.
@@ -261,7 +281,7 @@ func (s *Service) jump(ctx context.Context, next int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.t
-	s.t = t
+	s.t, s.base = t, latest
 	var events []Event
 	s.watchMu.Lock()
 	for p := range s.dataW {

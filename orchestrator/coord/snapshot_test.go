@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -111,4 +112,68 @@ func TestSnapshotAndCompaction(t *testing.T) {
 			t.Fatalf("a corrupt snapshot: %v, want a refusal naming the checksum", err)
 		}
 	})
+}
+
+// With a bucket, compaction deletes the objects of the entries it stubs, and a server started
+// from the snapshot never sweeps the objects of entries it did not read but others may still
+// replay (those the compaction kept).
+func TestSnapshotWithABucket(t *testing.T) {
+	ctx := context.Background()
+	bucket := memBucket(t)
+	url := "mem://coord-snap-bucket-" + randomHex(4)
+	open := func() *store.Table {
+		tbl, err := store.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tbl.Close() })
+		return tbl
+	}
+	cfg := Config{MinSessionTimeout: 50 * time.Millisecond, Tick: time.Hour, SnapshotEvery: -1, BlobSweep: -1, Blobs: bucket}
+	start := func() *Service {
+		s, err := New(ctx, open(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	objects := func(s *Service) (n int) {
+		if err := bucket.List(ctx, s.objPrefix, func(string) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	big := strings.Repeat("y", store.PortableMaxRowBytes)
+	s1, lagging := start(), start()
+	for i := range 4 {
+		mustCreate(t, s1, Caller{}, fmt.Sprintf("/b%d", i), big, Persistent)
+		if i == 1 {
+			if _, err := lagging.Sync(ctx); err != nil { // it stops at zxid 2
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := objects(s1); n != 4 {
+		t.Fatalf("%d objects for 4 large entries", n)
+	}
+	if _, err := s1.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s1.Compact(ctx, 2); err != nil || n != 1 {
+		t.Fatalf("compacted %d (%v), want entry 1 only", n, err)
+	}
+	if n := objects(s1); n != 3 {
+		t.Fatalf("%d objects after compacting one entry, want 3", n)
+	}
+	fresh := start() // from the snapshot: it reads none of entries 1-4
+	if n, err := fresh.sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("the fresh server's sweep deleted %d objects (%v), want none", n, err)
+	}
+	if _, err := lagging.Sync(ctx); err != nil {
+		t.Fatalf("the lagging server replays entries 3 and 4 from their objects: %v", err)
+	}
+	if got, want := dump(lagging), dump(s1); got != want {
+		t.Fatalf("lagging server:\n%s\nwant\n%s", got, want)
+	}
 }

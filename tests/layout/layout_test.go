@@ -67,9 +67,14 @@ var rules = []rule{
 		denies: func(_, imp string) bool { return testKit[imp] },
 	},
 	{
-		name:    "the coordination service (orchestrator/coord) imports only the store API: the ZooKeeper endpoint and the CLI import it",
+		name:    "the coordination service (orchestrator/coord) imports only the store API (its bucket is an interface): the ZooKeeper endpoint and the CLI import it",
 		applies: func(pkg string) bool { return pkg == "orchestrator/coord" },
 		denies:  func(_, imp string) bool { return imp != "adapters/store" },
+	},
+	{
+		name:    "the coordination service's buckets (internal/coordblob, gocloud.dev/blob by URL) import nothing of the module: coord takes them as its Blobs interface",
+		applies: func(pkg string) bool { return pkg == "internal/coordblob" },
+		denies:  func(_, imp string) bool { return true },
 	},
 	{
 		name:    "examples import no internal package: they are what users write",
@@ -150,6 +155,8 @@ func TestImportRulesBite(t *testing.T) {
 		{"adapters/host", "adapters/host/local"},
 		{"orchestrator/sharedlog", "adapters/host/local"},
 		{"orchestrator/coord", "orchestrator/ssf"},
+		{"orchestrator/coord", "internal/coordblob"},
+		{"internal/coordblob", "orchestrator/coord"},
 	} {
 		broken := 0
 		for _, r := range rules {

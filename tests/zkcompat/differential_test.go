@@ -25,7 +25,7 @@ func startEndpoint(t *testing.T, storeURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := coordserve.Start(context.Background(), storeURL, ln,
+	srv, err := coordserve.Start(context.Background(), storeURL, "", ln,
 		coord.Config{MinSessionTimeout: 400 * time.Millisecond, MaxSessionTimeout: time.Minute}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
