@@ -29,10 +29,12 @@ test: tools vet
 ## 5000 random ones with up to four (docs/protocol.md, "What the tests establish")
 ## and every case of the policies' corpus of real plans planned again (policies/README.md)
 ## and the coordination service crashed at every store operation on SQLite too (docs/coordination.md)
+## and the README's deploy commands (build, up, down on moto), which TestAWS covers by default
 test-long: test
 	$(GO) test -count=1 -timeout 60m ./tests/schedules -schedules.preemptions=2 -schedules.random=5000
 	$(GO) test -count=1 -timeout 30m ./tests/terraform -run TestPolicyCorpus -corpus.replan=-1
 	$(GO) test -race -count=1 -timeout 10m ./orchestrator/coord -run TestServerCrashAtEveryStoreOperation -coord.crash.stores=mem,sqlite
+	$(GO) test -race -count=1 -timeout 20m ./cmd/ssfkit -run TestDocsCommandsRun -docs.deploy
 
 ## corpus: plan every case of the policies' corpus with the real providers and record the plans
 corpus: tools

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -96,8 +97,11 @@ func TestDocsCommandsRun(t *testing.T) {
 			r.endBlock()
 		}
 	}
-	if r.ran < 12 {
-		t.Fatalf("only %d commands ran", r.ran)
+	if r.ran+r.deferred < 12 {
+		t.Fatalf("only %d commands ran (%d deferred)", r.ran, r.deferred)
+	}
+	if *docsDeploy == (r.deferred > 0) {
+		t.Fatalf("%d deploy commands deferred with -docs.deploy=%v", r.deferred, *docsDeploy)
 	}
 }
 
@@ -105,6 +109,7 @@ type docRunner struct {
 	t             *testing.T
 	root, scratch string
 	moto          string
+	deferred      int    // deploy commands left to -docs.deploy
 	dev           string // the dev server's base URL while its block runs
 	stopDev       func()
 	ran           int
@@ -133,9 +138,13 @@ func (r *docRunner) run(doc string, block int, cmd string) {
 			t.Fatalf("%s: %d %s", where, status, body)
 		}
 	case len(words) > 2 && words[0] == "go" && words[1] == "run" && words[2] == "./cmd/ssfkit":
-		r.ssfkit(where, words[3:])
+		if !r.ssfkit(where, words[3:]) {
+			return
+		}
 	case words[0] == "ssfkit":
-		r.ssfkit(where, words[1:])
+		if !r.ssfkit(where, words[1:]) {
+			return
+		}
 	default:
 		t.Fatalf("%s: this test does not know how to run it: teach docs_test.go, or list it in notRunHere with the reason", where)
 	}
@@ -143,13 +152,24 @@ func (r *docRunner) run(doc string, block int, cmd string) {
 	t.Logf("ran: %s", where)
 }
 
-func (r *docRunner) ssfkit(where string, args []string) {
+// docsDeploy runs the README's deploy commands (build, up and down on moto) too: about 200 s.
+// By default they are left to `make test-long`, since TestAWS (tests/terraform) builds, applies
+// and destroys the same bank example on moto in every run, with more checks.
+var docsDeploy = flag.Bool("docs.deploy", false, "also run the docs' `ssfkit build/up/down --cloud aws` commands against moto")
+
+// ssfkit runs one ssfkit command of a doc, and reports whether it ran (or was deferred).
+func (r *docRunner) ssfkit(where string, args []string) bool {
 	t := r.t
 	if len(args) == 0 {
 		t.Fatalf("%s: no subcommand", where)
 	}
 	ctx := context.Background()
 	cloudAWS := slicesContainsPair(args, "--cloud", "aws")
+	if cloudAWS && !*docsDeploy && slices.Contains([]string{"build", "up", "down"}, args[0]) {
+		t.Logf("%s: left to make test-long (-docs.deploy); TestAWS deploys the same example on moto", where)
+		r.deferred++
+		return false
+	}
 	switch args[0] {
 	case "dev":
 		t.Chdir(r.scratch)
@@ -157,7 +177,7 @@ func (r *docRunner) ssfkit(where string, args []string) {
 			args = append(args, "--store", "sqlite://"+filepath.Join(t.TempDir(), "dev.db"))
 		}
 		r.dev, _, r.stopDev = startDev(t, args[1:]...)
-		return
+		return true
 	case "build":
 		t.Chdir(r.root) // it compiles the checkout
 	case "up", "down":
@@ -191,6 +211,7 @@ func (r *docRunner) ssfkit(where string, args []string) {
 			t.Fatalf("%s: moto still has:\n%s", where, strings.Join(left, "\n"))
 		}
 	}
+	return true
 }
 
 // emulated points conformance's cloud URLs at the emulators and bounds its suites.
