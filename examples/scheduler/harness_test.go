@@ -66,7 +66,7 @@ func startEndpoint(t *testing.T, storeURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := coordserve.Start(context.Background(), storeURL, ln,
+	srv, err := coordserve.Start(context.Background(), storeURL, "", ln,
 		coord.Config{MinSessionTimeout: 400 * time.Millisecond, Tick: 50 * time.Millisecond}, func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
