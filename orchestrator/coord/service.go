@@ -459,19 +459,9 @@ func (s *Service) readTxn(ctx context.Context, zxid int64) (*txn, bool, error) {
 		enc = b
 	} else if blob, ok := a["blob"].(string); ok {
 		parts, _ := a["parts"].(int64)
-		var buf bytes.Buffer
-		for i := int64(0); i < parts; i++ {
-			pa, ok, err := s.tbl.Get(ctx, store.Key{Partition: blobPartition, Sort: fmt.Sprintf("%s/%06d", blob, i)})
-			if err != nil {
-				return nil, false, err
-			}
-			b, _ := pa["b"].([]byte)
-			if !ok || b == nil {
-				return nil, false, fmt.Errorf("coord: log entry %d: part %d of %d is missing", zxid, i, parts)
-			}
-			buf.Write(b)
+		if enc, err = s.getParts(ctx, blobPartition, blob, parts); err != nil {
+			return nil, false, fmt.Errorf("coord: log entry %d: %w", zxid, err)
 		}
-		enc = buf.Bytes()
 	}
 	var t txn
 	if err := json.Unmarshal(enc, &t); err != nil {
@@ -497,8 +487,8 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 	}
 	upd := store.Update{store.SetAttr(store.Attr("t"), enc)}
 	room := s.rowRoom()
-	var partKeys []store.Key
-	var object string
+	var object, blob string // where a large entry went: an object, or parts of the table
+	var parts int64
 	if len(enc) > room && s.blobs != nil {
 		// The object goes first, so the entry is whole once its row exists; the row names it and
 		// its hash, so a reader notices a missing or different object.
@@ -510,15 +500,11 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 		upd = store.Update{store.SetAttr(store.Attr("obj"), object), store.SetAttr(store.Attr("sha256"), hex.EncodeToString(sum[:]))}
 	} else if len(enc) > room {
 		// The parts go first, under an id of this attempt, so the entry is whole once it exists.
-		blob := fmt.Sprintf("%s-%d", t.Nonce, zxid)
-		for i := 0; i*room < len(enc); i++ {
-			k := store.Key{Partition: blobPartition, Sort: fmt.Sprintf("%s/%06d", blob, i)}
-			partKeys = append(partKeys, k)
-			if err := s.tbl.Put(ctx, k, store.Attrs{"b": enc[i*room : min(len(enc), (i+1)*room)]}); err != nil {
-				return false, err
-			}
+		blob = fmt.Sprintf("%s-%d", t.Nonce, zxid)
+		if parts, err = s.putParts(ctx, blobPartition, blob, enc); err != nil {
+			return false, err
 		}
-		upd = store.Update{store.SetAttr(store.Attr("blob"), blob), store.SetAttr(store.Attr("parts"), int64(len(partKeys)))}
+		upd = store.Update{store.SetAttr(store.Attr("blob"), blob), store.SetAttr(store.Attr("parts"), parts)}
 	}
 	lost := func() (bool, error) {
 		// Certainly not ours: nothing will ever read these parts or this object. (After an
@@ -528,12 +514,7 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 			// Not deleted now, it is an orphan of a zxid the log has passed: the next sweep's.
 			_ = s.blobs.Delete(ctx, object)
 		}
-		for _, k := range partKeys {
-			if _, err := s.tbl.Delete(ctx, k, store.Always()); err != nil {
-				return false, err
-			}
-		}
-		return false, nil
+		return false, s.deleteParts(ctx, blobPartition, blob, parts)
 	}
 	r, err := s.tbl.Update(ctx, txnKey(zxid), store.RowAbsent(), upd)
 	if err != nil {

@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -116,18 +115,13 @@ func (s *Service) Snapshot(ctx context.Context) (int64, error) {
 	}
 	sum := sha256.Sum256(enc)
 	name := snapName(st.Zxid)
-	room := s.rowRoom()
-	parts := 0
-	for i := 0; i*room < len(enc) || i == 0; i++ {
-		part := enc[i*room : min(len(enc), (i+1)*room)]
-		if err := s.tbl.Put(ctx, snapKey(fmt.Sprintf("%s/%06d", name, i)), store.Attrs{"b": part}); err != nil {
-			return 0, err
-		}
-		parts++
+	parts, err := s.putParts(ctx, snapPartition, name, enc)
+	if err != nil {
+		return 0, err
 	}
 	// Another server may have written this zxid's snapshot already: the same bytes.
 	if _, err := s.tbl.Update(ctx, snapKey(name), store.RowAbsent(), store.Update{
-		store.SetAttr(store.Attr("parts"), int64(parts)), store.SetAttr(store.Attr("sha256"), hex.EncodeToString(sum[:])),
+		store.SetAttr(store.Attr("parts"), parts), store.SetAttr(store.Attr("sha256"), hex.EncodeToString(sum[:])),
 	}); err != nil {
 		return 0, err
 	}
@@ -161,23 +155,15 @@ func (s *Service) loadSnapshot(ctx context.Context, zxid int64) (*tree, error) {
 	}
 	parts, _ := m["parts"].(int64)
 	want, _ := m["sha256"].(string)
-	var buf bytes.Buffer
-	for i := int64(0); i < parts; i++ {
-		a, ok, err := s.tbl.Get(ctx, snapKey(fmt.Sprintf("%s/%06d", name, i)))
-		if err != nil {
-			return nil, err
-		}
-		b, _ := a["b"].([]byte)
-		if !ok {
-			return nil, fmt.Errorf("coord: snapshot %d: part %d of %d is missing", zxid, i, parts)
-		}
-		buf.Write(b)
+	enc, err := s.getParts(ctx, snapPartition, name, parts)
+	if err != nil {
+		return nil, fmt.Errorf("coord: snapshot %d: %w", zxid, err)
 	}
-	if sum := sha256.Sum256(buf.Bytes()); hex.EncodeToString(sum[:]) != want {
+	if sum := sha256.Sum256(enc); hex.EncodeToString(sum[:]) != want {
 		return nil, fmt.Errorf("coord: snapshot %d does not match its checksum", zxid)
 	}
 	var st snapState
-	if err := json.Unmarshal(buf.Bytes(), &st); err != nil {
+	if err := json.Unmarshal(enc, &st); err != nil {
 		return nil, fmt.Errorf("coord: snapshot %d: %w", zxid, err)
 	}
 	if st.Zxid != zxid {
@@ -217,10 +203,8 @@ func (s *Service) Compact(ctx context.Context, keep int64) (int, error) {
 		}
 		if blob, ok := e["blob"].(string); ok {
 			parts, _ := e["parts"].(int64)
-			for i := int64(0); i < parts; i++ {
-				if _, err := s.tbl.Delete(ctx, store.Key{Partition: blobPartition, Sort: fmt.Sprintf("%s/%06d", blob, i)}, store.Always()); err != nil {
-					return n, err
-				}
+			if err := s.deleteParts(ctx, blobPartition, blob, parts); err != nil {
+				return n, err
 			}
 		}
 		n++
