@@ -92,7 +92,10 @@ func TestWriterAndHeartbeatFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var gone bool
-	proxy.View(func(v coord.View) { _, err := v.Exists(coord.Caller{}, "/e", false); gone = coord.CodeOf(err) == coord.NoNode })
+	proxy.View(func(v coord.View) {
+		_, err := v.Exists(coord.Caller{}, "/e", false)
+		gone = coord.CodeOf(err) == coord.NoNode
+	})
 	if r, ok := report.(coordhost.HeartbeatReport); !gone || !ok || r.Zxid != proxy.LastZxid() {
 		t.Fatalf("after the heartbeat (%+v): the expired session's ephemeral is still there", report)
 	}
