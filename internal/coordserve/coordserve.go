@@ -131,6 +131,8 @@ type WriterOptions struct {
 	HeartbeatEvery time.Duration
 	// Concurrency bounds the sessions decided at once (queue.ServeOptions).
 	Concurrency int
+	// SnapshotEvery is coord.Config.SnapshotEvery.
+	SnapshotEvery int64
 	Logger      *slog.Logger
 }
 
@@ -140,7 +142,7 @@ func RunWriter(ctx context.Context, o WriterOptions) error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	f, err := coordhost.Open(ctx, coordhost.Config{Role: coordhost.RoleWriter, Store: o.Store, Queue: o.Queue, Blobs: o.Blobs})
+	f, err := coordhost.Open(ctx, coordhost.Config{Role: coordhost.RoleWriter, Store: o.Store, Queue: o.Queue, Blobs: o.Blobs, SnapshotEvery: o.SnapshotEvery})
 	if err != nil {
 		return err
 	}
