@@ -13,7 +13,8 @@ import (
 
 // unruly is a queue at its worst, between proxies and writers: every wake-up is delivered one to
 // three times, each copy after its own random delay, to a random writer, concurrently, so
-// copies overtake one another and the wake-ups of later requests arrive first.
+// copies overtake one another and the wake-ups of later requests arrive first; a copy whose
+// writer fails is delivered again to another.
 type unruly struct {
 	t       *testing.T
 	writers []*Service
@@ -40,11 +41,21 @@ func (u *unruly) Wake(_ context.Context, session int64) error {
 		go func() {
 			defer u.wg.Done()
 			time.Sleep(d.delay)
-			if err := d.w.Decide(context.Background(), session); err != nil {
-				select {
-				case u.errs <- err:
-				default:
+			// A failed delivery is delivered again, to any writer, as a queue does after the
+			// message's lease: a writer whose store died fails every time, the others decide.
+			w, err := d.w, error(nil)
+			for range 50 {
+				if err = w.Decide(context.Background(), session); err == nil {
+					return
 				}
+				time.Sleep(time.Millisecond)
+				u.mu.Lock()
+				w = u.writers[u.rng.IntN(len(u.writers))]
+				u.mu.Unlock()
+			}
+			select {
+			case u.errs <- err:
+			default:
 			}
 		}()
 	}
