@@ -133,7 +133,7 @@ type WriterOptions struct {
 	Concurrency int
 	// SnapshotEvery is coord.Config.SnapshotEvery.
 	SnapshotEvery int64
-	Logger      *slog.Logger
+	Logger        *slog.Logger
 }
 
 // RunWriter runs the writer (consuming the queue) and the heartbeat (on a timer) until ctx ends:

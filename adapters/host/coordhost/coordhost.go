@@ -30,7 +30,9 @@ const (
 
 // Config is a coordination function's configuration, from its environment (ConfigFromEnv).
 type Config struct {
-	Role        string // SSFKIT_COORD_ROLE: writer or heartbeat
+	// Role (SSFKIT_COORD_ROLE) is writer or heartbeat for a function that is one of them (AWS
+	// Lambda), empty for one that serves both (an Azure function app, a Cloud Run service).
+	Role        string
 	Environment string // SSFKIT_ENVIRONMENT
 	Store       string // SSFKIT_COORD_STORE: the service's table
 	Queue       string // SSFKIT_COORD_QUEUE: the requests' queue, which proxies wake writers through
@@ -44,8 +46,8 @@ type Config struct {
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{Role: getenv("SSFKIT_COORD_ROLE"), Environment: getenv("SSFKIT_ENVIRONMENT"),
 		Store: getenv("SSFKIT_COORD_STORE"), Queue: getenv("SSFKIT_COORD_QUEUE"), Blobs: getenv("SSFKIT_COORD_BLOBS")}
-	if c.Role != RoleWriter && c.Role != RoleHeartbeat {
-		return c, fmt.Errorf("coordhost: SSFKIT_COORD_ROLE is %q; want %s or %s (the coordination module sets it)", c.Role, RoleWriter, RoleHeartbeat)
+	if c.Role != "" && c.Role != RoleWriter && c.Role != RoleHeartbeat {
+		return c, fmt.Errorf("coordhost: SSFKIT_COORD_ROLE is %q; want %s, %s, or unset for both (the coordination module sets it)", c.Role, RoleWriter, RoleHeartbeat)
 	}
 	for _, s := range []struct{ name, value string }{{"SSFKIT_ENVIRONMENT", c.Environment}, {"SSFKIT_COORD_STORE", c.Store}, {"SSFKIT_COORD_QUEUE", c.Queue}} {
 		if s.value == "" {

@@ -18,6 +18,11 @@ func TestConfigFromEnvNamesTheBadSetting(t *testing.T) {
 	if err != nil || cfg.SnapshotEvery != 500 || cfg.Role != RoleWriter {
 		t.Fatalf("%+v, %v", cfg, err)
 	}
+	if cfg, err := ConfigFromEnv(func(k string) string {
+		return map[string]string{"SSFKIT_ENVIRONMENT": "e", "SSFKIT_COORD_STORE": "s", "SSFKIT_COORD_QUEUE": "q"}[k]
+	}); err != nil || cfg.Role != "" {
+		t.Fatalf("no role (both): %+v, %v", cfg, err)
+	}
 	for setting, value := range map[string]string{"SSFKIT_COORD_ROLE": "reader", "SSFKIT_COORD_STORE": "", "SSFKIT_COORD_QUEUE": "",
 		"SSFKIT_ENVIRONMENT": "", "SSFKIT_COORD_SNAPSHOT_EVERY": "0"} {
 		env := map[string]string{}

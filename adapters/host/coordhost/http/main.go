@@ -1,6 +1,7 @@
 // Command http is the coordination service's function for Azure Functions (a custom handler)
 // and Cloud Run: every function of modules/azure/coordination and modules/gcp/coordination runs
-// it, its role in SSFKIT_COORD_ROLE (coordhost), on the platform it finds itself on.
+// it, on the platform it finds itself on, serving both roles unless SSFKIT_COORD_ROLE names one
+// (coordhost): one function app on Azure, one service on Cloud Run.
 //
 //   - writer: POST /queue, one delivery of the requests' queue (Azure's queue trigger, a
 //     Pub/Sub push), naming a session whose stored requests it decides; a failure answers 500
@@ -13,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -38,12 +40,15 @@ func platform(getenv func(string) string) (httphost.Platform, error) {
 	return "", fmt.Errorf("coordination function: neither FUNCTIONS_CUSTOMHANDLER_PORT (Azure Functions) nor K_SERVICE (Cloud Run) is set: run it on one of them")
 }
 
-// triggers are the function's routes: the writer's queue, or the heartbeat's timer.
+// triggers are the function's routes: the writer's queue and the heartbeat's timer, or the one
+// its role names.
 func triggers(fn *coordhost.Function) httphost.Triggers {
-	t := httphost.Triggers{Name: "coordination " + fn.Config.Role}
-	if fn.Config.Role == coordhost.RoleWriter {
+	role := fn.Config.Role
+	t := httphost.Triggers{Name: "coordination " + cmp.Or(role, "writer and heartbeat")}
+	if role != coordhost.RoleHeartbeat {
 		t.Queued = fn.HandleMessage
-	} else {
+	}
+	if role != coordhost.RoleWriter {
 		t.Timers = map[httphost.Route]func(context.Context) (any, error){
 			httphost.RouteHeartbeat: func(ctx context.Context) (any, error) { return fn.Heartbeat(ctx) },
 		}

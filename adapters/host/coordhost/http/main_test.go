@@ -45,30 +45,27 @@ func (w pushWaker) Wake(ctx context.Context, session int64) error {
 	return nil
 }
 
-// On Cloud Run, the writer decides a proxy's requests from Pub/Sub pushes and the heartbeat's
-// timer route expires a silent session; neither serves the other's route.
+// On Cloud Run, one service decides a proxy's requests from Pub/Sub pushes and expires a silent
+// session on the heartbeat's timer route; with a role set, it serves only that role's route.
 func TestWriterAndHeartbeatOnCloudRun(t *testing.T) {
 	ctx := context.Background()
-	servers := map[string]*httptest.Server{}
-	for _, role := range []string{coordhost.RoleWriter, coordhost.RoleHeartbeat} {
-		fn, err := coordhost.Open(ctx, coordhost.Config{Role: role, Environment: "t", Store: "mem://coord-http", Queue: "mem://q"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fn.Close()
-		s, err := httphost.NewTriggered(httphost.CloudRun, triggers(fn), platformOnly{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		servers[role] = httptest.NewServer(s)
-		defer servers[role].Close()
+	fn, err := coordhost.Open(ctx, coordhost.Config{Environment: "t", Store: "mem://coord-http", Queue: "mem://q"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer fn.Close()
+	s, err := httphost.NewTriggered(httphost.CloudRun, triggers(fn), platformOnly{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
 	tbl, err := store.Open(ctx, "mem://coord-http")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tbl.Close()
-	proxy, err := coord.New(ctx, tbl, coord.Config{Waker: pushWaker{servers[coordhost.RoleWriter].URL}, MinSessionTimeout: 100 * time.Millisecond, Tick: time.Hour})
+	proxy, err := coord.New(ctx, tbl, coord.Config{Waker: pushWaker{srv.URL}, MinSessionTimeout: 100 * time.Millisecond, Tick: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,17 +78,7 @@ func TestWriterAndHeartbeatOnCloudRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	for role, route := range map[string]string{coordhost.RoleWriter: "/heartbeat", coordhost.RoleHeartbeat: "/queue"} {
-		resp, err := http.Post(servers[role].URL+route, "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
-			t.Errorf("the %s function answered %s on %s, which it does not serve", role, resp.Status, route)
-		}
-	}
-	resp, err := http.Post(servers[coordhost.RoleHeartbeat].URL+"/heartbeat", "application/json", strings.NewReader("{}"))
+	resp, err := http.Post(srv.URL+"/heartbeat", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +96,19 @@ func TestWriterAndHeartbeatOnCloudRun(t *testing.T) {
 			t.Errorf("after the heartbeat (report %+v): exists /e: %v, want the expired session's ephemeral gone", report, err)
 		}
 	})
+
+	for role, other := range map[string]string{coordhost.RoleWriter: "/heartbeat", coordhost.RoleHeartbeat: "/queue"} {
+		fn.Config.Role = role
+		s, err := httphost.NewTriggered(httphost.CloudRun, triggers(fn), platformOnly{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, other, strings.NewReader("{}")))
+		if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
+			t.Errorf("the %s function answered %d on %s, which it does not serve", role, rec.Code, other)
+		}
+	}
 }
 
 func TestPlatformFromItsSettings(t *testing.T) {

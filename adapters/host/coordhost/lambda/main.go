@@ -53,6 +53,9 @@ func (h handler) handle(ctx context.Context, event json.RawMessage) (any, error)
 func main() {
 	ctx := context.Background()
 	cfg, err := coordhost.ConfigFromEnv(os.Getenv)
+	if err == nil && cfg.Role == "" {
+		err = fmt.Errorf("coordination function: SSFKIT_COORD_ROLE is not set; on Lambda each function is the %s or the %s", coordhost.RoleWriter, coordhost.RoleHeartbeat)
+	}
 	if err == nil {
 		var fn *coordhost.Function
 		if fn, err = coordhost.Open(ctx, cfg); err == nil {
