@@ -41,8 +41,10 @@ func benchCoord(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"protocol (go-zookeeper/zk): create, get, versioned set, getChildren, exists and watch\n"+
 		"notification latency, taking turns in blocks; throughput of gets and sets with --clients\n"+
 		"concurrent clients; store requests per operation; the write path's time per stage.\n"+
+		"With --serverless, the serverless path too (docs/coordination.md), its write path per stage.\n"+
 		"Markdown (or JSON with --json); progress goes to stderr.", stderr)
 	list := fs.String("stores", "mem,sqlite", "comma-separated stores for ssfkit's endpoint: mem, sqlite, postgres")
+	serverless := fs.String("serverless", "", "comma-separated stores for the serverless path (a proxy whose writes a writer decides, woken through an in-process queue): mem, sqlite, postgres")
 	cfg := bench.CoordConfig{}
 	fs.IntVar(&cfg.Ops, "ops", bench.DefaultCoordOps, "measured operations per kind and target")
 	fs.IntVar(&cfg.Warmup, "warmup", bench.DefaultCoordWarmup, "unmeasured operations per kind and target first")
@@ -62,6 +64,14 @@ func benchCoord(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if cfg.Stores, err = pickBackends("bench coord", all, *list); err != nil {
 		return err
+	}
+	if *serverless != "" {
+		if cfg.Serverless, err = pickBackends("bench coord", coordStores(filepath.Join(tmpDir, "serverless")), *serverless); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(tmpDir, "serverless"), 0o755); err != nil {
+			return err
+		}
 	}
 	defer pgtest.Stop()
 	defer testservers.StopAll()

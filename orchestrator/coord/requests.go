@@ -65,19 +65,28 @@ func (s *Service) propose(ctx context.Context, c Caller, ops []Op) (Outcome, err
 	if err != nil {
 		return Outcome{}, err
 	}
+	var st ProposeStages
 	for {
+		st.Attempts++
+		mark := time.Now()
 		seq, err := s.storeRequest(ctx, c.Session, enc, id)
 		if err != nil {
 			return Outcome{}, err
 		}
+		st.Store, mark = time.Since(mark), time.Now()
 		if err := s.cfg.Waker.Wake(ctx, c.Session); err != nil {
 			return Outcome{}, fmt.Errorf("coord: waking a writer for request %d of session %#x: %w", seq, c.Session, err)
 		}
+		st.Wake, mark = time.Since(mark), time.Now()
 		out, err := s.await(ctx, c.Session, seq)
 		if err != nil {
 			return Outcome{}, err
 		}
+		st.Await = time.Since(mark)
 		if out.Request == id {
+			if s.cfg.OnPropose != nil {
+				s.cfg.OnPropose(st)
+			}
 			return out, nil
 		}
 		// Another request of the session took this number (this proxy's view of the session
