@@ -168,9 +168,10 @@ type Service struct {
 	touchMu sync.Mutex
 	touched map[int64]time.Time // when this Service last refreshed a session's heartbeat row
 
-	reqMu   sync.Mutex // a proxy stores one request at a time
-	seqMu   sync.Mutex
-	nextSeq map[int64]int64 // a proxy's next request number per session, while it knows it
+	reqMu      sync.Mutex // a proxy stores one request at a time
+	seqMu      sync.Mutex
+	nextSeq    map[int64]int64 // a proxy's next request number per session, while it knows it
+	awaitGuess awaitGuess      // how long a proxy's requests take to be decided
 
 	stop chan struct{}
 	done chan struct{}
