@@ -110,7 +110,7 @@ func TestBenchCoordReport(t *testing.T) {
 		t.Fatalf("cost model: %+v", cost)
 	}
 	for _, c := range cost.Clouds {
-		if c.Reads <= 0 || c.Writes <= c.WritesServer || c.Watches <= 0 || c.EnsembleMonthly <= 0 || c.BreakEvenPerDay <= 0 {
+		if c.Reads != 0 || c.Writes <= c.WritesServer || c.Watches != 0 || c.FixedMonthly <= 0 || c.EnsembleMonthly <= 0 || c.BreakEvenPerDay <= 0 {
 			t.Errorf("cost model for %s: %+v", c.Prices.Cloud, c)
 		}
 	}

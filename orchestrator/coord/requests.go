@@ -44,8 +44,9 @@ const (
 	awaitLongestPoll = 100 * time.Millisecond
 )
 
-// awaitGuess is a running estimate of how long decisions take to appear (an exponentially
-// weighted mean, 1/8 weight to the latest).
+// awaitGuess is a running estimate of how long decisions take to appear. A decision found at
+// the first read only says it took less than that wait (which a timer overshoots), so the guess
+// shrinks by a quarter; one found later moves it an eighth of the way to the time it took.
 type awaitGuess struct{ ns atomic.Int64 }
 
 func (g *awaitGuess) get() time.Duration {
@@ -55,8 +56,12 @@ func (g *awaitGuess) get() time.Duration {
 	return awaitFirstGuess
 }
 
-func (g *awaitGuess) observe(d time.Duration) {
+func (g *awaitGuess) observe(d time.Duration, firstRead bool) {
 	old := g.get()
+	if firstRead {
+		g.ns.Store(int64(max(old-old/4, awaitShortest)))
+		return
+	}
 	g.ns.Store(int64(old - old/8 + d/8))
 }
 
@@ -237,7 +242,7 @@ func (s *Service) awaitLog(ctx context.Context, what string, decided func() (boo
 	defer cancel()
 	start, guess := time.Now(), s.awaitGuess.get()
 	wait, poll := max(guess*4/5, awaitShortest), max(guess/10, awaitShortest)
-	for {
+	for reads := 1; ; reads++ {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("coord: %s not decided within %v (is a writer consuming the queue?): %w", what, s.cfg.DecideTimeout, ctx.Err())
@@ -249,7 +254,7 @@ func (s *Service) awaitLog(ctx context.Context, what string, decided func() (boo
 		}
 		done, err := decided()
 		if done {
-			s.awaitGuess.observe(time.Since(start))
+			s.awaitGuess.observe(time.Since(start), reads == 1)
 		}
 		if done || err != nil {
 			return err
