@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -267,6 +268,58 @@ func TestSessionExpiresWithARequestQueued(t *testing.T) {
 			if rows, err := tbl.Scan(ctx, partition, store.ScanOptions{}); err != nil || len(rows) != 0 {
 				t.Fatalf("%s after the expiry: %d rows (%v), want none", partition, len(rows), err)
 			}
+		}
+	})
+}
+
+// A request whose proxy died before waking a writer is decided before its session is served
+// again: the client, reconnected to another proxy, never reads a state without it and then sees
+// it apply.
+func TestReattachDecidesWhatTheDeadProxyStored(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
+		ctx := context.Background()
+		cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: -1, SnapshotEvery: -1}
+		writer, err := New(ctx, open(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer writer.Close()
+		dead := false
+		pcfg := cfg
+		pcfg.Tick, pcfg.DecideTimeout = time.Hour, 200*time.Millisecond
+		pcfg.Waker = wakerFunc(func(ctx context.Context, session int64) error {
+			if dead {
+				return errors.New("the proxy died before its wake-up left")
+			}
+			return writer.Decide(ctx, session)
+		})
+		dying, err := New(ctx, open(), pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dying.Close()
+		id, passwd, _, err := dying.OpenSession(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, dying, Caller{Session: id}, "/q", "", Persistent)
+		dead = true
+		if _, _, err := dying.Write(ctx, Caller{Session: id}, createOp("/q/stored", Persistent)); err == nil {
+			t.Fatal("the write succeeded without a wake-up")
+		}
+		pcfg.Waker = wakerFunc(writer.Decide)
+		next, err := New(ctx, open(), pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer next.Close()
+		if _, _, err := next.Attach(ctx, id, passwd, 0, func(Event) {}, func() {}); err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		next.View(func(v View) { kids, _, _ = v.Children(Caller{}, "/q", false) })
+		if len(kids) != 1 || kids[0] != "stored" {
+			t.Fatalf("after re-attaching: children %v, want the request the dead proxy stored", kids)
 		}
 	})
 }

@@ -187,6 +187,36 @@ func setAll(a store.Attrs) store.Update {
 	return u
 }
 
+// settle has a proxy's re-attaching session's stored requests decided before it is served: a
+// request whose proxy died before waking a writer, or before the decision, would otherwise wait
+// for the session's next wake-up and apply after the client, reconnected, had read the state
+// without it. So every request a client sent before it reconnected is decided first, in order,
+// as ZooKeeper's pipeline processes a session's requests.
+func (s *Service) settle(ctx context.Context, session int64) error {
+	last, err := s.lastStored(ctx, session)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	sess := s.t.sessions[session]
+	s.mu.RUnlock()
+	if sess == nil || last <= sess.seq {
+		return nil
+	}
+	if err := s.cfg.Waker.Wake(ctx, session); err != nil {
+		return err
+	}
+	return s.awaitLog(ctx, fmt.Sprintf("request %d of session %#x (stored before it reconnected)", last, session), func() (bool, error) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		sess := s.t.sessions[session]
+		if sess == nil {
+			return false, errf(SessionExpired, "", "session %#x", session)
+		}
+		return sess.seq >= last, nil
+	})
+}
+
 // lastStored is the highest request number stored for the session (0: none): the last row
 // but for the open request, which sorts after every number.
 func (s *Service) lastStored(ctx context.Context, session int64) (int64, error) {

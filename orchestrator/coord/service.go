@@ -992,6 +992,11 @@ func (s *Service) Attach(ctx context.Context, id int64, passwd []byte, lastZxidS
 	if lastZxidSeen > zxid {
 		return nil, 0, fmt.Errorf("%w: client at zxid %d, server at %d", ErrClientAhead, lastZxidSeen, zxid)
 	}
+	if s.cfg.Waker != nil {
+		if err := s.settle(ctx, id); err != nil {
+			return nil, 0, err
+		}
+	}
 	if err := s.Touch(ctx, id); err != nil {
 		return nil, 0, err
 	}
