@@ -255,4 +255,3 @@ func motoCall(t *testing.T, moto, service, method, path, target, body string) st
 	}
 	return string(b)
 }
-
