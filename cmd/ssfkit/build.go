@@ -21,10 +21,13 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"  gcp    a container image for Cloud Run (the main calls httphost.Main(httphost.CloudRun, ...)),\n"+
 		"         written with --out as a tarball and/or pushed with --push; its digest\n"+
 		"         reference is printed for the ssf module's artifact\n"+
+		"With --coordination, the coordination service's functions instead (the writer and the\n"+
+		"heartbeat), the artifact of modules/<cloud>/coordination (docs/coordination.md).\n"+
 		"Needs the Go toolchain.", stderr)
 	cloud := fs.String("cloud", "", "the cloud to build for: aws, azure or gcp")
 	app := fs.String("app", "", "an example application: "+strings.Join(apps.Names(), ", "))
 	pkg := fs.String("pkg", "", "your application's main package (import path or ./dir)")
+	coordination := fs.Bool("coordination", false, "build the coordination service's functions (no --app or --pkg)")
 	arch := fs.String("arch", "arm64", "aws: the functions' architecture, arm64 or x86_64 (the ssf module's `architecture`)")
 	image := fs.String("image", "", "gcp: the image reference, e.g. europe-west1-docker.pkg.dev/PROJECT/REPO/bank:v1")
 	push := fs.Bool("push", false, "gcp: push the image to its registry (Docker config or Google credentials)")
@@ -36,9 +39,17 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !ok {
 		return usageErr(fmt.Errorf("--cloud must be aws, azure or gcp, not %q", *cloud))
 	}
-	main, err := buildTarget(*app, *pkg, dirName)
-	if err != nil {
-		return usageErr(err)
+	var main string
+	var err error
+	switch {
+	case *coordination && (*app != "" || *pkg != ""):
+		return usageErr(fmt.Errorf("--coordination builds ssfkit's own functions: give no --app or --pkg with it"))
+	case *coordination:
+		main = coordinationMain(*cloud)
+	default:
+		if main, err = buildTarget(*app, *pkg, dirName); err != nil {
+			return usageErr(err)
+		}
 	}
 	if *out == "" && !(*cloud == "gcp" && *push) {
 		return usageErr(fmt.Errorf("--out is required"))
@@ -54,6 +65,9 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "aws":
 		return build.AWSLambda(ctx, dir, main, *arch, *out, stderr)
 	case "azure":
+		if *coordination {
+			return build.AzureCoordination(ctx, dir, main, *out, stderr)
+		}
 		return build.AzureFunctions(ctx, dir, main, *out, stderr)
 	}
 	digestRef, err := build.CloudRunImage(ctx, dir, main, *image, *out, *push, stderr)
@@ -61,6 +75,15 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, digestRef)
 	}
 	return err
+}
+
+// coordinationMain is the main package of the coordination service's functions on cloud: the
+// Lambda bootstrap, or the HTTP server Azure Functions and Cloud Run run.
+func coordinationMain(cloud string) string {
+	if cloud == "aws" {
+		return "github.com/ssfkit/ssfkit/adapters/host/coordhost/lambda"
+	}
+	return "github.com/ssfkit/ssfkit/adapters/host/coordhost/http"
 }
 
 func buildTarget(app, pkg, dirName string) (string, error) {

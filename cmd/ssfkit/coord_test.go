@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -76,6 +77,54 @@ func TestCoordServe(t *testing.T) {
 	}
 }
 
+// awaitBanner waits for a command's banner to print its ZooKeeper address.
+func awaitBanner(t *testing.T, out *syncBuffer, done chan error) string {
+	t.Helper()
+	on := regexp.MustCompile(`ZooKeeper protocol on (127\.0\.0\.1:\d+)`)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m := on.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("exited: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address printed:\n%s", out.String())
+		}
+	}
+}
+
+// The serverless path from the command line: a writer and a proxy on one SQLite file, the
+// writer woken through a log queue on it, serve a ZooKeeper client; the proxy never appends.
+func TestCoordProxyAndWriter(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	storeURL := "sqlite://" + dir + "/zk.db?table=zookeeper"
+	queueURL := "log://zk/requests?create=true&store=" + url.QueryEscape("sqlite://"+dir+"/zk.db?table=zkqueue")
+	deadURL := "log://zk/dead?create=true&store=" + url.QueryEscape("sqlite://"+dir+"/zk.db?table=zkqueue")
+	writerOut, proxyOut := &syncBuffer{}, &syncBuffer{}
+	writerDone, proxyDone := make(chan error, 1), make(chan error, 1)
+	go func() {
+		writerDone <- runCoord(ctx, []string{"writer", "--store", storeURL, "--queue", queueURL, "--dead-letter-queue", deadURL}, writerOut, io.Discard)
+	}()
+	go func() {
+		proxyDone <- runCoord(ctx, []string{"proxy", "--store", storeURL, "--queue", queueURL, "--addr", "127.0.0.1:0"}, proxyOut, io.Discard)
+	}()
+	addr := awaitBanner(t, proxyOut, proxyDone)
+	if !strings.Contains(proxyOut.String(), "writes decided by writers woken on log://zk/requests") {
+		t.Errorf("the proxy's banner does not say where its writes go:\n%s", proxyOut.String())
+	}
+	zkRoundTrip(t, addr, "/proxied")
+	cancel()
+	for name, done := range map[string]chan error{"writer": writerDone, "proxy": proxyDone} {
+		if err := <-done; err != nil {
+			t.Errorf("coord %s: %v", name, err)
+		}
+	}
+}
+
 // coord serve refuses a missing store, a public address without --public, and a busy port,
 // naming the flag.
 func TestCoordServeRefusals(t *testing.T) {
@@ -91,7 +140,11 @@ func TestCoordServeRefusals(t *testing.T) {
 		{[]string{"serve"}, "--store is required"},
 		{[]string{"serve", "--store", "mem://", "--addr", "0.0.0.0:2181"}, "pass --public"},
 		{[]string{"serve", "--store", "mem://", "--addr", busy.Addr().String()}, "already in use"},
-		{[]string{"start"}, "give the action: serve"},
+		{[]string{"start"}, "give the action: serve, proxy or writer"},
+		{[]string{"proxy", "--store", "mem://"}, "coord proxy: --queue is required"},
+		{[]string{"writer", "--store", "mem://", "--queue", "mem://q"}, "coord writer: --dead-letter-queue is required"},
+		{[]string{"writer", "--store", "mem://", "--queue", "mem://q", "--dead-letter-queue", "mem://d", "--heartbeat-every", "0s"}, "--heartbeat-every must be positive"},
+		{[]string{"proxy", "--store", "mem://", "--queue", "nosuch://q", "--addr", "127.0.0.1:0"}, "coord proxy: "},
 		{[]string{"serve", "--store", "mem://", "--snapshot-every", "0"}, "--snapshot-every 0: want a positive number"},
 		{[]string{"serve", "--store", "mem://", "--addr", "127.0.0.1:0", "--blobs", "nosuch://b"}, `coord serve: blob URL nosuch://b: open blob.Bucket: no driver registered for "nosuch"`},
 		{[]string{"serve", "--store", "mem://", "--addr", "127.0.0.1:0", "--blobs", "file://" + t.TempDir() + "/absent"}, "coord serve: blob URL file://"},

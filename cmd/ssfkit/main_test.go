@@ -41,6 +41,7 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--out", "x.tar"}, status: 2, stderrPart: "--cloud gcp needs --image"},
 		{args: []string{"build", "--cloud", "gcp", "--app", "bank", "--image", "Not A Ref", "--out", "x.tar"}, status: 1, stderrPart: `image reference "Not A Ref"`},
 		{args: []string{"build", "--cloud", "aws", "--app", "bank", "--arch", "mips", "--out", "x.zip"}, status: 1, stderrPart: `architecture "mips"`},
+		{args: []string{"build", "--cloud", "aws", "--coordination", "--app", "bank", "--out", "x.zip"}, status: 2, stderrPart: "give no --app or --pkg with it"},
 		{args: []string{"log"}, status: 2, stderrPart: "give an action first"},
 		{args: []string{"log", "tail"}, status: 2, stderrPart: `unknown action "tail"`},
 		{args: []string{"help", "log"}, status: 0, stderrPart: "collect"},

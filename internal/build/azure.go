@@ -47,11 +47,29 @@ var azureFunctions = map[string]map[string]any{
 	"garbage-collector": azureTimerFunction("SSFKIT_GARBAGE_COLLECTOR_SCHEDULE"),
 }
 
+// azureCoordinationFunctions are the coordination service's function app's
+// (modules/azure/coordination, adapters/host/coordhost/http): the writer on the requests' queue
+// and the heartbeat on its timer.
+var azureCoordinationFunctions = map[string]map[string]any{
+	"queue":     azureFunctions["queue"],
+	"heartbeat": azureTimerFunction("SSFKIT_HEARTBEAT_SCHEDULE"),
+}
+
 // AzureFunctions cross-compiles the main package pkg (which calls httphost.Main with
 // httphost.Azure) for linux/amd64, the architecture of Azure's Linux function apps, and writes
 // the function app's zip to out: host.json, the `handler` executable, and a function.json per
 // function.
 func AzureFunctions(ctx context.Context, dir, pkg, out string, progress io.Writer) error {
+	return azureApp(ctx, dir, pkg, out, azureFunctions, progress)
+}
+
+// AzureCoordination is AzureFunctions for the coordination service's function app, from
+// pkg (./adapters/host/coordhost/http).
+func AzureCoordination(ctx context.Context, dir, pkg, out string, progress io.Writer) error {
+	return azureApp(ctx, dir, pkg, out, azureCoordinationFunctions, progress)
+}
+
+func azureApp(ctx context.Context, dir, pkg, out string, functions map[string]map[string]any, progress io.Writer) error {
 	start := time.Now()
 	bin, cleanup, err := compile(ctx, dir, pkg, "amd64", "", progress)
 	if err != nil {
@@ -60,8 +78,8 @@ func AzureFunctions(ctx context.Context, dir, pkg, out string, progress io.Write
 	defer cleanup()
 	hostJSON, _ := json.MarshalIndent(azureHost, "", "  ")
 	entries := []zipEntry{{name: "host.json", content: hostJSON, mode: 0o644}, {name: "handler", path: bin, mode: 0o755}}
-	for _, name := range slices.Sorted(maps.Keys(azureFunctions)) {
-		b, _ := json.MarshalIndent(azureFunctions[name], "", "  ")
+	for _, name := range slices.Sorted(maps.Keys(functions)) {
+		b, _ := json.MarshalIndent(functions[name], "", "  ")
 		entries = append(entries, zipEntry{name: name + "/function.json", content: b, mode: 0o644})
 	}
 	if err := writeZip(out, entries); err != nil {

@@ -148,3 +148,18 @@ func TestCloudRunImageRefusals(t *testing.T) {
 		t.Error("a refused build wrote x.tar")
 	}
 }
+
+// The coordination function app binds the writer's queue and the heartbeat's timer to the routes
+// adapters/host/coordhost/http serves, with settings the coordination module sets.
+func TestAzureCoordinationFunctions(t *testing.T) {
+	b, _ := json.Marshal(azureCoordinationFunctions)
+	for _, want := range []string{`"queue":{"bindings":[{"connection":"SSFKIT_QUEUE_CONNECTION"`, `"queueName":"%SSFKIT_QUEUE_NAME%"`,
+		`"heartbeat":{"bindings":[{"direction":"in","name":"timer","runOnStartup":false,"schedule":"%SSFKIT_HEARTBEAT_SCHEDULE%"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the coordination app's functions %s lack %s", b, want)
+		}
+	}
+	if len(azureCoordinationFunctions) != 2 {
+		t.Errorf("%d functions, want the queue and the heartbeat", len(azureCoordinationFunctions))
+	}
+}

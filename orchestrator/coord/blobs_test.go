@@ -134,11 +134,12 @@ func TestLargeDataInBucket(t *testing.T) {
 			s := newServiceWith(t, tbl, Config{Blobs: b})
 			big := bytes.Repeat([]byte("0123456789abcdef"), MaxData/16)
 			big[7] = 'X'
-			r := mustCreate(t, s, Caller{}, "/small", "s", Persistent)
-			if _, _, err := s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: "/big", Data: big, ACL: OpenACLUnsafe}); err != nil {
+			c := anyone(t, s)
+			r := mustCreate(t, s, c, "/small", "s", Persistent)
+			if _, _, err := s.Write(ctx, c, Op{Kind: OpCreate, Path: "/big", Data: big, ACL: OpenACLUnsafe}); err != nil {
 				t.Fatal(err)
 			}
-			_, _, err := s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: "/bigger", Data: append(big, 0), ACL: OpenACLUnsafe})
+			_, _, err := s.Write(ctx, c, Op{Kind: OpCreate, Path: "/bigger", Data: append(big, 0), ACL: OpenACLUnsafe})
 			wantCode(t, err, BadArguments)
 			// A replica built from the log alone reads the entry back from its object.
 			s2 := newServiceWith(t, open(), Config{Blobs: b})
@@ -198,7 +199,7 @@ func TestBucketObjectDamaged(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tbl.Close()
-			s := newServiceWith(t, tbl, Config{Blobs: b})
+			s := newServer(t, tbl, Config{Blobs: b})
 			mustCreate(t, s, Caller{}, "/a", "", Persistent)
 			// A replica that has not read it yet (its tick is an hour).
 			live, err := New(ctx, tbl, Config{Blobs: b, Tick: time.Hour})
@@ -242,7 +243,7 @@ func TestBucketSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Close()
-	s := newServiceWith(t, tbl, Config{Blobs: b, BlobSweep: -1})
+	s := newServer(t, tbl, Config{Blobs: b, BlobSweep: -1})
 	if _, _, err := s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: "/big", Data: make([]byte, MaxData), ACL: OpenACLUnsafe}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestBucketSweep(t *testing.T) {
 		t.Fatalf("after the sweep: %v, want %v", got, want)
 	}
 	// Once the log passes zxid 9 with another entry, the tick's sweep deletes the pending one.
-	ticked := newServiceWith(t, tbl, Config{Blobs: b, BlobSweep: time.Millisecond})
+	ticked := newServer(t, tbl, Config{Blobs: b, BlobSweep: time.Millisecond})
 	for i := 0; ticked.LastZxid() < 9; i++ {
 		mustCreate(t, ticked, Caller{}, fmt.Sprintf("/n%d", i), "", Persistent)
 	}

@@ -31,12 +31,16 @@ func TestConcurrentWritesAreLinearizable(t *testing.T) {
 			zxids   = map[int64]string{}
 			wg      sync.WaitGroup
 		)
+		callers := make([]Caller, workers)
+		for w := range workers {
+			callers[w] = anyone(t, services[w%len(services)])
+		}
 		start := time.Now()
 		for w := range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s := services[w%len(services)]
+				s, caller := services[w%len(services)], callers[w]
 				rng := rand.New(rand.NewPCG(uint64(w), 7))
 				for i := range opsEach {
 					in := linearizability.ZnodeIn{Path: paths[rng.IntN(len(paths))], Version: int32(rng.IntN(4)) - 1, Data: fmt.Sprintf("w%d-%d", w, i)}
@@ -48,17 +52,17 @@ func TestConcurrentWritesAreLinearizable(t *testing.T) {
 						in.Kind = "create"
 						in.Version = 0
 						var err error
-						_, zxid, err = s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: in.Path, Data: []byte(in.Data), ACL: OpenACLUnsafe})
+						_, zxid, err = s.Write(ctx, caller, Op{Kind: OpCreate, Path: in.Path, Data: []byte(in.Data), ACL: OpenACLUnsafe})
 						out.Code = int32(CodeOf(err))
 					case k < 6:
 						in.Kind = "set"
-						r, z, err := s.Write(ctx, Caller{}, Op{Kind: OpSetData, Path: in.Path, Data: []byte(in.Data), Version: in.Version})
+						r, z, err := s.Write(ctx, caller, Op{Kind: OpSetData, Path: in.Path, Data: []byte(in.Data), Version: in.Version})
 						out.Code, out.Version, zxid = int32(CodeOf(err)), r.Stat.Version, z
 					case k < 7:
 						in.Kind = "delete"
 						in.Data = ""
 						var err error
-						_, zxid, err = s.Write(ctx, Caller{}, Op{Kind: OpDelete, Path: in.Path, Version: in.Version})
+						_, zxid, err = s.Write(ctx, caller, Op{Kind: OpDelete, Path: in.Path, Version: in.Version})
 						out.Code = int32(CodeOf(err))
 					default:
 						in.Kind, in.Version, in.Data = "read", 0, ""

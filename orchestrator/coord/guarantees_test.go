@@ -105,31 +105,59 @@ func (c *zClient) caller() Caller { return Caller{Session: c.id, W: c.w} }
 //   - Z2: a write that finished before another began has the lower zxid;
 //   - Z4: a watch event reaches its client before any reply showing its change or later;
 //   - watches are one-time; an expired session's ephemerals go at once for every reader.
+//
+// The same runs through the serverless path: the clients' servers are proxies, their writes
+// decided by writers woken through an unruly queue, one of which dies mid-run too, while a
+// third writer does the heartbeat's work (expiry, snapshots) on its tick.
 func TestZooKeeperGuaranteesAcrossServers(t *testing.T) {
+	for _, proxies := range []bool{false, true} {
+		t.Run(map[bool]string{false: "servers", true: "proxies"}[proxies], func(t *testing.T) { guarantees(t, proxies) })
+	}
+}
+
+func guarantees(t *testing.T, proxies bool) {
 	ctx := context.Background()
 	url := "mem://coord-guarantees-" + randomHex(4)
 	// Snapshots every few transactions, compacting behind them, while the clients run.
 	cfg := Config{MinSessionTimeout: 300 * time.Millisecond, Tick: 20 * time.Millisecond, SnapshotEvery: 8}
-	var servers []*Service
-	var dying *crashingDriver
-	for i := range 3 {
+	table := func(d **crashingDriver) *store.Table {
 		tbl, err := store.Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { tbl.Close() })
-		if i == 2 {
-			dying = &crashingDriver{Driver: tbl.Driver()}
-			tbl = store.NewTable(dying, url)
+		if d != nil {
+			*d = &crashingDriver{Driver: tbl.Driver()}
+			tbl = store.NewTable(*d, url)
 		}
+		return tbl
+	}
+	start := func(tbl *store.Table, cfg Config) *Service {
 		s, err := New(ctx, tbl, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
-		servers = append(servers, s)
+		return s
 	}
-	root := Caller{}
+	var dyingWriter *crashingDriver
+	if proxies {
+		wcfg := cfg
+		wcfg.Tick = -1
+		writers := []*Service{start(table(nil), wcfg), start(table(&dyingWriter), wcfg)}
+		start(table(nil), cfg) // the heartbeat's work
+		cfg.Waker = newUnruly(t, writers...)
+	}
+	var servers []*Service
+	var dying *crashingDriver
+	for i := range 3 {
+		if i == 2 {
+			servers = append(servers, start(table(&dying), cfg))
+		} else {
+			servers = append(servers, start(table(nil), cfg))
+		}
+	}
+	root := anyone(t, servers[0])
 	for _, p := range []string{"/k", "/e"} {
 		if _, _, err := servers[0].Write(ctx, root, Op{Kind: OpCreate, Path: p, ACL: OpenACLUnsafe}); err != nil {
 			t.Fatal(err)
@@ -175,6 +203,11 @@ func TestZooKeeperGuaranteesAcrossServers(t *testing.T) {
 					dying.mu.Lock()
 					dying.at = dying.ops + 1 // server 2's store access dies now
 					dying.mu.Unlock()
+				}
+				if i == 1 && n == ops/2 && dyingWriter != nil {
+					dyingWriter.mu.Lock()
+					dyingWriter.at = dyingWriter.ops + 1 // so does a writer's
+					dyingWriter.mu.Unlock()
 				}
 				key := fmt.Sprintf("/k/%d", rng.IntN(3))
 				start := time.Now()

@@ -47,7 +47,7 @@ type Config struct {
 	// MinSessionTimeout and MaxSessionTimeout bound a negotiated session timeout (4 s, 40 s).
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// Tick is how often the Service reads other writers' transactions and looks for expired
-	// sessions (200 ms).
+	// sessions (200 ms; negative: never, for a function that calls Tend on a schedule).
 	Tick time.Duration
 	// SnapshotEvery is how many transactions pass between the snapshots a Service writes on
 	// its tick; each is followed by a compaction that keeps SnapshotEvery log entries before
@@ -64,6 +64,14 @@ type Config struct {
 	// appends that lost their zxid after an ambiguous failure or a crash (10 min; negative:
 	// never).
 	BlobSweep time.Duration
+	// Waker, when set, makes the Service a proxy (the serverless path, requests.go): it never
+	// appends to the log, but stores each write as a request of its session and wakes a writer
+	// (a Service without a Waker, calling Decide) to decide it; its expirer fences expired
+	// sessions and wakes a writer to close them; it writes no snapshot and sweeps no bucket.
+	Waker Waker
+	// DecideTimeout bounds how long a proxy waits for a writer's decision before the request's
+	// outcome is reported unknown (30 s).
+	DecideTimeout time.Duration
 }
 
 // WriteStages is where one logged transaction's write spent its time, stage by stage (the
@@ -96,11 +104,14 @@ func (c Config) withDefaults() Config {
 	if c.MaxSessionTimeout < c.MinSessionTimeout {
 		c.MaxSessionTimeout = c.MinSessionTimeout
 	}
-	if c.Tick <= 0 {
+	if c.Tick == 0 {
 		c.Tick = 200 * time.Millisecond
 	}
 	if c.BlobSweep == 0 {
 		c.BlobSweep = 10 * time.Minute
+	}
+	if c.DecideTimeout <= 0 {
+		c.DecideTimeout = 30 * time.Second
 	}
 	return c
 }
@@ -140,6 +151,10 @@ type Service struct {
 	touchMu sync.Mutex
 	touched map[int64]time.Time // when this Service last refreshed a session's heartbeat row
 
+	reqMu   sync.Mutex // a proxy stores one request at a time
+	seqMu   sync.Mutex
+	nextSeq map[int64]int64 // a proxy's next request number per session, while it knows it
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -169,7 +184,7 @@ func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
 	s := &Service{
 		tbl: tbl, cfg: cfg.withDefaults(), t: newTree(),
 		dataW: map[string]map[*Watcher]bool{}, childW: map[string]map[*Watcher]bool{},
-		attached: map[int64]*Watcher{}, touched: map[int64]time.Time{},
+		attached: map[int64]*Watcher{}, touched: map[int64]time.Time{}, nextSeq: map[int64]int64{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		blobs: cfg.Blobs, named: map[string]bool{}, lastSweep: time.Now(),
 	}
@@ -193,7 +208,11 @@ func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
 	if err := s.catchUp(ctx, 0); err != nil {
 		return nil, err
 	}
-	go s.loop()
+	if s.cfg.Tick > 0 {
+		go s.loop()
+	} else {
+		close(s.done)
+	}
 	return s, nil
 }
 
@@ -218,17 +237,36 @@ func (s *Service) loop() {
 		case <-tk.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*s.cfg.Tick+5*time.Second)
-		// Both are retried next tick; a store outage shows in requests' errors.
-		_ = s.catchUp(ctx, 0)
-		_ = s.expire(ctx)
-		_ = s.maybeSnapshot(ctx)
-		if s.blobs != nil && s.cfg.BlobSweep > 0 && time.Since(s.lastSweep) >= s.cfg.BlobSweep {
-			if _, err := s.sweep(ctx); err == nil {
-				s.lastSweep = time.Now()
-			}
-		}
+		// Retried next tick; a store outage shows in requests' errors.
+		_ = s.Tend(ctx)
 		cancel()
 	}
+}
+
+// Tend is one pass of the Service's housekeeping, which its tick runs and a scheduled function
+// (the serverless path's heartbeat) calls: read the log's tail, expire sessions whose heartbeat
+// is older than their timeout, and, unless the Service is a proxy, write a snapshot when one is
+// due and sweep the bucket.
+func (s *Service) Tend(ctx context.Context) error {
+	if err := s.catchUp(ctx, 0); err != nil {
+		return err
+	}
+	if err := s.expire(ctx); err != nil {
+		return err
+	}
+	if s.cfg.Waker != nil {
+		return nil
+	}
+	if err := s.maybeSnapshot(ctx); err != nil {
+		return err
+	}
+	if s.blobs != nil && s.cfg.BlobSweep > 0 && time.Since(s.lastSweep) >= s.cfg.BlobSweep {
+		if _, err := s.sweep(ctx); err != nil {
+			return err
+		}
+		s.lastSweep = time.Now()
+	}
+	return nil
 }
 
 // maybeSnapshot writes a snapshot and compacts the log behind it once SnapshotEvery
@@ -323,6 +361,9 @@ func (s *Service) applyLocked(t *txn, zxid int64) error {
 		s.touchMu.Lock()
 		delete(s.touched, t.Session)
 		s.touchMu.Unlock()
+		s.seqMu.Lock()
+		delete(s.nextSeq, t.Session)
+		s.seqMu.Unlock()
 	}
 	return nil
 }
@@ -592,11 +633,14 @@ func (s *Service) write(ctx context.Context, t *txn) ([]Result, int64, int, erro
 // request after a lost reply or a crashed writer never applies it twice, and never sees two
 // different answers; a request that arrives before its predecessor is refused with
 // ErrOutOfOrder. This is the writer of FaaSKeeper's serverless path (docs/coordination.md).
-func (s *Service) Submit(ctx context.Context, c Caller, seq int64, ops []Op) (Outcome, error) {
+func (s *Service) Submit(ctx context.Context, c Caller, seq int64, id string, ops []Op) (Outcome, error) {
 	if c.Session == 0 || seq <= 0 || len(ops) == 0 {
 		return Outcome{}, errf(BadArguments, "", "a sequenced request needs a session, a sequence number from 1 and ops")
 	}
-	t := &txn{Session: c.Session, Auth: c.Auth, Ops: ops, Seq: seq}
+	if s.cfg.Waker != nil {
+		return Outcome{}, errProxy
+	}
+	t := &txn{Session: c.Session, Auth: c.Auth, Ops: ops, Seq: seq, Request: id}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	t.Nonce = randomHex(12)
@@ -628,7 +672,7 @@ func (s *Service) Submit(ctx context.Context, c Caller, seq int64, ops []Op) (Ou
 		s.mu.RUnlock()
 		if xerr != nil {
 			// The failure is the decision: logged without the ops, it changes nothing else.
-			t.Ops, t.Failed = nil, &Outcome{Failed: failed, Code: xerr.Code, Message: xerr.Error()}
+			t.Ops, t.Failed = nil, &Outcome{Failed: failed, Code: xerr.Code, Path: xerr.Path, Message: xerr.Msg, Request: id}
 		}
 		won, err := s.appendTxn(ctx, zxid, t)
 		if err != nil {
@@ -647,9 +691,22 @@ func (s *Service) Submit(ctx context.Context, c Caller, seq int64, ops []Op) (Ou
 	}
 }
 
+// commit applies ops as one transaction: logged by this Service, or, on a proxy, stored as a
+// request that a writer decides.
+func (s *Service) commit(ctx context.Context, c Caller, ops []Op) ([]Result, int64, int, error) {
+	if s.cfg.Waker == nil {
+		return s.write(ctx, &txn{Session: c.Session, Auth: c.Auth, Ops: ops})
+	}
+	out, err := s.propose(ctx, c, ops)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return out.Results, out.Zxid, out.Failed, out.Err()
+}
+
 // Write applies one op as one transaction.
 func (s *Service) Write(ctx context.Context, c Caller, op Op) (Result, int64, error) {
-	res, zxid, _, err := s.write(ctx, &txn{Session: c.Session, Auth: c.Auth, Ops: []Op{op}})
+	res, zxid, _, err := s.commit(ctx, c, []Op{op})
 	if err != nil {
 		return Result{}, 0, err
 	}
@@ -670,7 +727,7 @@ func (s *Service) Multi(ctx context.Context, c Caller, ops []Op) ([]Result, int6
 			return nil, 0, errf(BadArguments, op.Path, "operation %d in a multi", op.Kind)
 		}
 	}
-	res, zxid, failed, err := s.write(ctx, &txn{Session: c.Session, Auth: c.Auth, Ops: ops})
+	res, zxid, failed, err := s.commit(ctx, c, ops)
 	var e *Error
 	if errors.As(err, &e) && e.Code != SessionExpired {
 		res = make([]Result, len(ops))
@@ -996,9 +1053,26 @@ func (s *Service) OpenSession(ctx context.Context, requested time.Duration) (int
 	if !r.Applied {
 		return 0, nil, 0, fmt.Errorf("coord: session id %#x is taken", id)
 	}
-	t := &txn{Session: id, Open: &openTxn{Passwd: passwd, TimeoutMs: int32(timeout.Milliseconds())}}
-	if _, _, _, err := s.write(ctx, t); err != nil {
-		return 0, nil, 0, err
+	if s.cfg.Waker != nil {
+		r, err := s.tbl.Update(ctx, store.Key{Partition: requestPartition(id), Sort: openRequest}, store.RowAbsent(), store.Update{
+			store.SetAttr(store.Attr("p"), passwd), store.SetAttr(store.Attr("t"), timeout.Milliseconds())})
+		if err == nil && !r.Applied {
+			err = fmt.Errorf("coord: session id %#x is taken", id)
+		}
+		if err == nil {
+			err = s.cfg.Waker.Wake(ctx, id)
+		}
+		if err == nil {
+			err = s.awaitSession(ctx, id, true)
+		}
+		if err != nil {
+			return 0, nil, 0, err // the session expires unused if it was opened after all
+		}
+	} else {
+		t := &txn{Session: id, Open: &openTxn{Passwd: passwd, TimeoutMs: int32(timeout.Milliseconds())}}
+		if _, _, _, err := s.write(ctx, t); err != nil {
+			return 0, nil, 0, err
+		}
 	}
 	s.touchMu.Lock()
 	s.touched[id] = now
@@ -1042,22 +1116,42 @@ func (s *Service) CloseSession(ctx context.Context, id int64) error {
 	if _, err := s.tbl.Update(ctx, sessionKey(id), store.RowExists(), store.Update{store.SetAttr(store.Attr("dead"), true)}); err != nil {
 		return err
 	}
+	if s.cfg.Waker != nil {
+		if err := s.cfg.Waker.Wake(ctx, id); err != nil {
+			return err
+		}
+		return s.awaitSession(ctx, id, false)
+	}
 	return s.finishClose(ctx, id)
 }
 
-// finishClose logs a fenced session's close unless the log already has it, then drops its row.
+// finishClose logs a fenced session's close unless the log already has it, then drops its
+// stored requests and its row. A proxy wakes a writer to do it.
 func (s *Service) finishClose(ctx context.Context, id int64) error {
+	if s.cfg.Waker != nil {
+		return s.cfg.Waker.Wake(ctx, id)
+	}
 	_, _, _, err := s.write(ctx, &txn{Session: id, Close: true})
 	if err != nil && CodeOf(err) != SessionExpired {
+		return err
+	}
+	if err := s.dropRequests(ctx, id); err != nil {
 		return err
 	}
 	_, err = s.tbl.Delete(ctx, sessionKey(id), store.Always())
 	return err
 }
 
-// expire fences and closes every session whose heartbeat is older than its timeout, and
-// finishes closes a crashed closer left fenced.
+// expire fences and closes every session whose heartbeat is older than its timeout, finishes
+// closes a crashed closer left fenced, and closes sessions the log has open without a heartbeat
+// row (opened after their close by a writer paused across their whole life).
 func (s *Service) expire(ctx context.Context) error {
+	s.mu.RLock()
+	orphans := make(map[int64]bool, len(s.t.sessions))
+	for id := range s.t.sessions {
+		orphans[id] = true // unless the scan below finds its row: rows are written before opens
+	}
+	s.mu.RUnlock()
 	rows, err := s.tbl.Scan(ctx, sessionPartition, store.ScanOptions{})
 	if err != nil {
 		return err
@@ -1069,6 +1163,7 @@ func (s *Service) expire(ctx context.Context) error {
 			continue // not a session row
 		}
 		id := int64(u)
+		delete(orphans, id)
 		if dead, _ := row.Attrs["dead"].(bool); dead {
 			if err := s.finishClose(ctx, id); err != nil {
 				return err
@@ -1089,6 +1184,11 @@ func (s *Service) expire(ctx context.Context) error {
 			if err := s.finishClose(ctx, id); err != nil {
 				return err
 			}
+		}
+	}
+	for id := range orphans {
+		if err := s.finishClose(ctx, id); err != nil {
+			return err
 		}
 	}
 	return nil

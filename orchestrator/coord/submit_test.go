@@ -22,15 +22,15 @@ func createOp(p string, mode Mode) Op {
 func TestSubmitDecidesOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
 		ctx := context.Background()
-		s1, s2 := newService(t, open()), newService(t, open())
+		s1, s2 := newServer(t, open(), Config{}), newServer(t, open(), Config{})
 		c := newSession(t, s1, time.Hour)
-		first, err := s1.Submit(ctx, c, 1, []Op{createOp("/a", Persistent)})
+		first, err := s1.Submit(ctx, c, 1, "r1", []Op{createOp("/a", Persistent)})
 		if err != nil || first.Code != OK || first.Results[0].Path != "/a" {
 			t.Fatalf("request 1: %+v, %v", first, err)
 		}
 		z := s1.LastZxid()
 		for _, s := range []*Service{s1, s2} {
-			again, err := s.Submit(ctx, c, 1, []Op{createOp("/a", Persistent)})
+			again, err := s.Submit(ctx, c, 1, "r1", []Op{createOp("/a", Persistent)})
 			if err != nil || !reflect.DeepEqual(again, first) {
 				t.Fatalf("request 1 again: %+v, %v; want %+v", again, err, first)
 			}
@@ -38,10 +38,10 @@ func TestSubmitDecidesOnce(t *testing.T) {
 		if s1.LastZxid() != z {
 			t.Fatalf("a redelivery took zxid %d", s1.LastZxid())
 		}
-		if _, err := s1.Submit(ctx, c, 3, []Op{createOp("/c", Persistent)}); !errors.Is(err, ErrOutOfOrder) {
+		if _, err := s1.Submit(ctx, c, 3, "r3", []Op{createOp("/c", Persistent)}); !errors.Is(err, ErrOutOfOrder) {
 			t.Fatalf("request 3 before 2: %v, want ErrOutOfOrder", err)
 		}
-		bad, err := s2.Submit(ctx, c, 2, []Op{{Kind: OpSetData, Path: "/a", Data: []byte("x"), Version: 5}})
+		bad, err := s2.Submit(ctx, c, 2, "r2", []Op{{Kind: OpSetData, Path: "/a", Data: []byte("x"), Version: 5}})
 		if err != nil || bad.Code != BadVersion || bad.Zxid == 0 {
 			t.Fatalf("request 2: %+v, %v; want a logged BadVersion", bad, err)
 		}
@@ -52,10 +52,10 @@ func TestSubmitDecidesOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if again, err := s1.Submit(ctx, c, 2, []Op{{Kind: OpSetData, Path: "/a", Data: []byte("x"), Version: 5}}); err != nil || !reflect.DeepEqual(again, bad) {
+		if again, err := s1.Submit(ctx, c, 2, "r2", []Op{{Kind: OpSetData, Path: "/a", Data: []byte("x"), Version: 5}}); err != nil || !reflect.DeepEqual(again, bad) {
 			t.Fatalf("request 2 again: %+v, %v; want %+v", again, err, bad)
 		}
-		if out, err := s1.Submit(ctx, c, 3, []Op{createOp("/c", Persistent)}); err != nil || out.Code != OK {
+		if out, err := s1.Submit(ctx, c, 3, "r3", []Op{createOp("/c", Persistent)}); err != nil || out.Code != OK {
 			t.Fatalf("request 3: %+v, %v", out, err)
 		}
 		if _, err := s1.Snapshot(ctx); err != nil {
@@ -64,10 +64,10 @@ func TestSubmitDecidesOnce(t *testing.T) {
 		if _, err := s1.Compact(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
-		s3 := newService(t, open())
-		if again, err := s3.Submit(ctx, c, 2, nil); err == nil || CodeOf(err) != BadArguments {
+		s3 := newServer(t, open(), Config{})
+		if again, err := s3.Submit(ctx, c, 2, "r2", nil); err == nil || CodeOf(err) != BadArguments {
 			t.Fatalf("a request without ops: %v", err)
-		} else if again, err = s3.Submit(ctx, c, 2, []Op{createOp("/z", Persistent)}); err != nil || !reflect.DeepEqual(again, bad) {
+		} else if again, err = s3.Submit(ctx, c, 2, "r2", []Op{createOp("/z", Persistent)}); err != nil || !reflect.DeepEqual(again, bad) {
 			t.Fatalf("request 2 on a server started from the snapshot: %+v, %v; want %+v", again, err, bad)
 		}
 	})
@@ -86,7 +86,7 @@ func TestSubmitUnderDuplicatedDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { tbl.Close() })
-		servers = append(servers, newService(t, tbl))
+		servers = append(servers, newServer(t, tbl, Config{}))
 	}
 	c := newSession(t, servers[0], time.Hour)
 	mustCreate(t, servers[0], Caller{}, "/q", "", Persistent)
@@ -99,7 +99,7 @@ func TestSubmitUnderDuplicatedDeliveries(t *testing.T) {
 			for seq := int64(1); seq <= requests; seq++ {
 				srv := servers[(d+int(seq))%2]
 				for {
-					out, err := srv.Submit(ctx, c, seq, []Op{createOp("/q/r-", PersistentSequential), {Kind: OpCheck, Path: "/q", Version: -1}})
+					out, err := srv.Submit(ctx, c, seq, fmt.Sprint("r", seq), []Op{createOp("/q/r-", PersistentSequential), {Kind: OpCheck, Path: "/q", Version: -1}})
 					if errors.Is(err, ErrOutOfOrder) {
 						time.Sleep(time.Millisecond)
 						continue
@@ -160,7 +160,7 @@ func TestSubmitRetriedAfterACrashAppliesOnce(t *testing.T) {
 			d.mu.Lock()
 			d.at, d.after = d.ops+at, after // the process dies at the request's at-th operation
 			d.mu.Unlock()
-			_, err = writer.Submit(ctx, c, 1, req)
+			_, err = writer.Submit(ctx, c, 1, "r1", req)
 			writer.Close()
 			d.mu.Lock()
 			reached = reached || d.ops >= d.at
@@ -169,7 +169,7 @@ func TestSubmitRetriedAfterACrashAppliesOnce(t *testing.T) {
 			if err != nil {
 				t.Fatalf("crash at op %d (after=%v): a new server cannot start: %v", at, after, err)
 			}
-			out, err := retry.Submit(ctx, c, 1, req)
+			out, err := retry.Submit(ctx, c, 1, "r1", req)
 			var kids []string
 			retry.View(func(v View) { kids, _, _ = v.Children(Caller{}, "/q", false) })
 			retry.Close()

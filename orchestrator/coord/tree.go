@@ -167,8 +167,9 @@ type txn struct {
 	// Seq is a sequenced request's number in its session (Service.Submit; 0: not sequenced),
 	// and Failed, when set, the failure decided for it: logged so that a redelivery gets the
 	// same answer, it changes nothing else.
-	Seq    int64    `json:"q,omitempty"`
-	Failed *Outcome `json:"f,omitempty"`
+	Seq     int64    `json:"q,omitempty"`
+	Request string   `json:"rq,omitempty"` // a sequenced request's id, recorded in its Outcome
+	Failed  *Outcome `json:"f,omitempty"`
 }
 
 // openTxn is what a session's open transaction records.
@@ -229,7 +230,7 @@ func exec(st state, t *txn, zxid int64) (res []Result, events []Event, failed in
 		events = append(events, evs...)
 	}
 	if t.Seq != 0 {
-		st.openSession(t.Session, st.session(t.Session).decided(t.Seq, Outcome{Zxid: zxid, Results: res}))
+		st.openSession(t.Session, st.session(t.Session).decided(t.Seq, Outcome{Zxid: zxid, Results: res, Request: t.Request}))
 	}
 	return res, events, 0, nil
 }

@@ -192,7 +192,20 @@ type Outcome struct {
 	Results []Result `json:"r,omitempty"`
 	Failed  int      `json:"i,omitempty"`
 	Code    Code     `json:"c,omitempty"`
+	Path    string   `json:"p,omitempty"`
 	Message string   `json:"m,omitempty"`
+	// Request is the id the submitter gave the request: a proxy whose request number was taken
+	// by another request (a stale view of the session) sees someone else's id and tries again.
+	Request string `json:"rq,omitempty"`
+}
+
+// Err is the failure decided, as the *Error the request would have got from Write or Multi;
+// nil when it applied.
+func (o Outcome) Err() error {
+	if o.Code == OK {
+		return nil
+	}
+	return &Error{Code: o.Code, Path: o.Path, Msg: o.Message}
 }
 
 // ErrOutOfOrder: a sequenced request arrived before its predecessor was decided; deliver it

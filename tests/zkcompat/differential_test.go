@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore"
 	"github.com/ssfkit/ssfkit/internal/coordserve"
@@ -34,13 +35,49 @@ func startEndpoint(t *testing.T, storeURL string) string {
 	return ln.Addr().String()
 }
 
-// Every scenario gives the same transcript on ssfkit's endpoint, on each embedded store, as on
-// the real Apache ZooKeeper server.
+// startServerless serves the serverless path on storeURL: `ssfkit coord proxy` at a fresh
+// 127.0.0.1 port, its writes decided by `ssfkit coord writer` (two of them, as the cloud runs
+// several writer functions at once) woken through a queue.
+func startServerless(t *testing.T, storeURL string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	queueURL := "mem://zkcompat-requests-" + newRoot()[1:]
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			done <- coordserve.RunWriter(ctx, coordserve.WriterOptions{Store: storeURL, Queue: queueURL, DeadLetterQueue: queueURL + "-dead",
+				HeartbeatEvery: 100 * time.Millisecond, Concurrency: 4})
+		}()
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := coordserve.StartProxy(ctx, storeURL, queueURL, "", ln,
+		coord.Config{MinSessionTimeout: 400 * time.Millisecond, MaxSessionTimeout: time.Minute}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("a writer: %v", err)
+			}
+		}
+	})
+	return ln.Addr().String()
+}
+
+// Every scenario gives the same transcript on ssfkit's endpoint, on each embedded store and
+// through the serverless path, as on the real Apache ZooKeeper server.
 func TestDifferentialAgainstZooKeeper(t *testing.T) {
 	reference := testservers.ZooKeeper.Addr(t)
 	endpoints := map[string]string{
-		"mem":    startEndpoint(t, "mem://zkcompat"),
-		"sqlite": startEndpoint(t, fmt.Sprintf("sqlite://%s/coord.db?table=zookeeper", t.TempDir())),
+		"mem":               startEndpoint(t, "mem://zkcompat"),
+		"sqlite":            startEndpoint(t, fmt.Sprintf("sqlite://%s/coord.db?table=zookeeper", t.TempDir())),
+		"serverless-sqlite": startServerless(t, fmt.Sprintf("sqlite://%s/serverless.db?table=zookeeper", t.TempDir())),
 	}
 	for _, name := range Scenarios() {
 		t.Run(name, func(t *testing.T) {
@@ -82,9 +119,14 @@ func firstDifference(want, got []string) string {
 	return ""
 }
 
-// kazoo's recipes work unchanged on ssfkit's endpoint.
+// kazoo's recipes work unchanged on ssfkit's endpoint, a server's and the serverless path's.
 func TestKazooRecipesOnSsfkit(t *testing.T) {
-	runKazoo(t, startEndpoint(t, fmt.Sprintf("sqlite://%s/coord.db?table=zookeeper", t.TempDir())))
+	t.Run("server", func(t *testing.T) {
+		runKazoo(t, startEndpoint(t, fmt.Sprintf("sqlite://%s/coord.db?table=zookeeper", t.TempDir())))
+	})
+	t.Run("serverless", func(t *testing.T) {
+		runKazoo(t, startServerless(t, fmt.Sprintf("sqlite://%s/coord.db?table=zookeeper", t.TempDir())))
+	})
 }
 
 // zkCliScript is a session of ZooKeeper's own command-line client, typed on its standard input.
@@ -142,7 +184,9 @@ func TestZkCliOnSsfkit(t *testing.T) {
 	if !strings.Contains(want, "Created /zkcli/s-0000000000") || !strings.Contains(want, "Node not empty: /zkcli") {
 		t.Fatalf("the script did not run on ZooKeeper:\n%s", want)
 	}
-	if got := zkCli(t, startEndpoint(t, "mem://zkcli")); got != want {
-		t.Fatalf("zkCli differs on ssfkit %s\nZooKeeper:\n%s\nssfkit:\n%s", firstDifference(strings.Split(want, "\n"), strings.Split(got, "\n")), want, got)
+	for name, addr := range map[string]string{"server": startEndpoint(t, "mem://zkcli"), "serverless": startServerless(t, "mem://zkcli-serverless")} {
+		if got := zkCli(t, addr); got != want {
+			t.Errorf("zkCli differs on ssfkit's %s %s\nZooKeeper:\n%s\nssfkit:\n%s", name, firstDifference(strings.Split(want, "\n"), strings.Split(got, "\n")), want, got)
+		}
 	}
 }

@@ -55,10 +55,13 @@ const (
 // encoding at most doubles it.
 const maxBody = 1 << 20
 
-// Server serves one SSF's function.
+// Server serves one SSF's function (New), or a function only its platform triggers
+// (NewTriggered).
 type Server struct {
 	platform Platform
+	name     string // what it serves, for logs: the SSF's name
 	fn       *host.Function
+	queued   func(context.Context, *queue.Message) error
 	mux      *http.ServeMux
 	verifier Verifier
 }
@@ -93,7 +96,7 @@ func New(ctx context.Context, platform Platform, cfg host.Config, handlers map[s
 	if err != nil {
 		return nil, fmt.Errorf("httphost: %w", err)
 	}
-	s := &Server{platform: platform, fn: fn, mux: http.NewServeMux(), verifier: opts.Verifier}
+	s := &Server{platform: platform, name: cfg.SSF, fn: fn, queued: fn.HandleQueued, mux: http.NewServeMux(), verifier: opts.Verifier}
 	for _, prefix := range []string{"", "/api"} {
 		s.mux.HandleFunc("POST "+prefix+string(RouteSSF), s.guard(RouteSSF, s.handleRequest))
 		s.mux.HandleFunc("POST "+prefix+string(RouteSpawn), s.guard(RouteSpawn, s.handleSpawn))
@@ -106,11 +109,87 @@ func New(ctx context.Context, platform Platform, cfg host.Config, handlers map[s
 	return s, nil
 }
 
+// Triggers are what a function that only its platform calls serves: its queue's deliveries on
+// /queue and its timers (the coordination service's writer and heartbeat, coordhost).
+type Triggers struct {
+	// Name names the function in logs.
+	Name string
+	// Queued handles one delivery from the function's queue (nil: no queue); an error answers
+	// 500, so the platform delivers it again, and dead-letters it after its delivery limit.
+	Queued func(context.Context, *queue.Message) error
+	// Timers are the passes the platform's timers run, by route.
+	Timers map[Route]func(context.Context) (any, error)
+}
+
+// NewTriggered serves t on the platform; verifier admits the platform's own calls only.
+func NewTriggered(platform Platform, t Triggers, verifier Verifier) (*Server, error) {
+	if platform != Azure && platform != CloudRun {
+		return nil, fmt.Errorf("httphost: unknown platform %q (want %s or %s)", platform, Azure, CloudRun)
+	}
+	if verifier == nil {
+		return nil, errors.New("httphost: no Verifier of inbound calls: the server refuses to admit every caller")
+	}
+	s := &Server{platform: platform, name: t.Name, queued: t.Queued, mux: http.NewServeMux(), verifier: verifier}
+	if t.Queued != nil {
+		s.mux.HandleFunc("POST "+string(RouteQueue), s.guard(RouteQueue, s.handleQueued))
+	}
+	for route, pass := range t.Timers {
+		if !timerRoute(route) {
+			return nil, fmt.Errorf("httphost: %s is not a timer's route", route)
+		}
+		s.mux.HandleFunc("POST "+string(route), s.guard(route, s.collector(pass)))
+	}
+	return s, nil
+}
+
+// served are the routes of t.
+func (t Triggers) served() []Route {
+	var routes []Route
+	if t.Queued != nil {
+		routes = append(routes, RouteQueue)
+	}
+	for r := range t.Timers {
+		routes = append(routes, r)
+	}
+	return routes
+}
+
+// MainTriggered serves the triggered function the platform started this process for: open
+// builds its triggers from the environment (and what to close when it stops). It exits with a
+// message if the configuration is wrong: the platform reports it.
+func MainTriggered(platform Platform, open func(ctx context.Context) (Triggers, func(), error)) {
+	ctx := context.Background()
+	err := func() error {
+		t, closeFn, err := open(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		verifier, err := platformVerifier(ctx, platform, os.Getenv, t.served())
+		if err != nil {
+			return err
+		}
+		s, err := NewTriggered(platform, t, verifier)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Addr: ListenAddress(platform, os.Getenv), Handler: s, ReadHeaderTimeout: 10 * time.Second}
+		slog.Info("serving", "function", t.Name, "platform", platform, "address", srv.Addr)
+		return srv.ListenAndServe()
+	}()
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
 // Runtime is the SSF's runtime.
 func (s *Server) Runtime() *ssf.Runtime { return s.fn.Runtime }
 
-// Close releases the store and the queue.
-func (s *Server) Close() { s.fn.Close() }
+// Close releases the SSF's store and queue (a triggered server's are its opener's).
+func (s *Server) Close() {
+	if s.fn != nil {
+		s.fn.Close()
+	}
+}
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
@@ -180,11 +259,11 @@ func (s *Server) handleQueued(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		// Delivered again until the platform dead-letters it, where it can be inspected.
-		slog.Error("undecodable queue delivery", "ssf", s.fn.Config.SSF, "err", err)
+		slog.Error("undecodable queue delivery", "function", s.name, "err", err)
 		s.reply(w, http.StatusBadRequest, nil, err)
 		return
 	}
-	if err := s.fn.HandleQueued(r.Context(), m); err != nil {
+	if err := s.queued(r.Context(), m); err != nil {
 		s.reply(w, http.StatusInternalServerError, nil, err)
 		return
 	}

@@ -23,16 +23,21 @@ const (
 	RouteQueue            Route = "/queue"
 	RouteIntentCollector  Route = "/intent-collector"
 	RouteGarbageCollector Route = "/garbage-collector"
+	// RouteHeartbeat is the coordination service's heartbeat timer (NewTriggered).
+	RouteHeartbeat Route = "/heartbeat"
 )
 
-// Routes are all the routes a Server serves.
+// Routes are all the routes an SSF's Server serves.
 var Routes = []Route{RouteSSF, RouteSpawn, RouteQueue, RouteIntentCollector, RouteGarbageCollector}
+
+// timerRoute tells the routes the platform's timers call.
+func timerRoute(r Route) bool {
+	return r == RouteIntentCollector || r == RouteGarbageCollector || r == RouteHeartbeat
+}
 
 // platformRoute tells the routes only the platform itself calls: its queue delivery and its
 // timers.
-func platformRoute(r Route) bool {
-	return r == RouteQueue || r == RouteIntentCollector || r == RouteGarbageCollector
-}
+func platformRoute(r Route) bool { return r == RouteQueue || timerRoute(r) }
 
 // A Verifier decides who may call a route. The Server asks it before it reads the request's
 // body or does any work for it. Verify returns nil to admit the request; an error wrapping
@@ -71,7 +76,7 @@ func (s *Server) guard(route Route, next http.HandlerFunc) http.HandlerFunc {
 		case errors.Is(err, ErrForbidden):
 			status = http.StatusForbidden
 		}
-		slog.Warn("refused a request", "ssf", s.fn.Config.SSF, "route", string(route), "status", status, "err", err)
+		slog.Warn("refused a request", "function", s.name, "route", string(route), "status", status, "err", err)
 		writeError(w, status, fmt.Errorf("%s refused: %w", route, err))
 	}
 }
@@ -100,25 +105,45 @@ const (
 // settings: Google ID tokens on Cloud Run, the function app's own keys on Azure. A missing or
 // malformed setting is an error naming it.
 func PlatformVerifier(ctx context.Context, platform Platform, getenv func(string) string) (Verifier, error) {
+	return platformVerifier(ctx, platform, getenv, Routes)
+}
+
+// platformVerifier is PlatformVerifier for a server of the given routes: it needs the settings
+// of those routes' callers only.
+func platformVerifier(ctx context.Context, platform Platform, getenv func(string) string, served []Route) (Verifier, error) {
 	switch platform {
 	case CloudRun:
-		c := GoogleIDTokenConfig{Audience: strings.TrimSpace(getenv(SettingAudience)), Callers: map[Route][]string{}, FrontEndVerified: []Route{RouteQueue, RouteIntentCollector, RouteGarbageCollector}}
+		c := GoogleIDTokenConfig{Audience: strings.TrimSpace(getenv(SettingAudience)), Callers: map[Route][]string{}}
+		for _, r := range served {
+			if platformRoute(r) {
+				c.FrontEndVerified = append(c.FrontEndVerified, r)
+			}
+		}
 		if c.Audience == "" {
 			return nil, missingSetting(SettingAudience, "the service's own URL, the audience its callers' ID tokens name")
 		}
 		for _, s := range []struct {
 			name   string
-			routes []Route
+			serves func(Route) bool
 		}{
-			{SettingCallers, []Route{RouteSSF, RouteSpawn}},
-			{SettingPushCaller, []Route{RouteQueue}},
-			{SettingSchedulerCaller, []Route{RouteIntentCollector, RouteGarbageCollector}},
+			{SettingCallers, func(r Route) bool { return r == RouteSSF || r == RouteSpawn }},
+			{SettingPushCaller, func(r Route) bool { return r == RouteQueue }},
+			{SettingSchedulerCaller, timerRoute},
 		} {
+			var routes []Route
+			for _, r := range served {
+				if s.serves(r) {
+					routes = append(routes, r)
+				}
+			}
+			if len(routes) == 0 {
+				continue
+			}
 			emails, err := parseEmails(s.name, getenv(s.name))
 			if err != nil {
 				return nil, err
 			}
-			for _, r := range s.routes {
+			for _, r := range routes {
 				c.Callers[r] = emails
 			}
 		}
@@ -138,7 +163,7 @@ func PlatformVerifier(ctx context.Context, platform Platform, getenv func(string
 }
 
 func missingSetting(name, what string) error {
-	return fmt.Errorf("httphost: %s is not set (%s; the ssf module sets it): the host refuses to start rather than admit every caller", name, what)
+	return fmt.Errorf("httphost: %s is not set (%s; the module sets it): the host refuses to start rather than admit every caller", name, what)
 }
 
 // parseEmails reads a comma-separated list of service account emails.

@@ -649,3 +649,20 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 type verifierFunc func(*http.Request, Route) error
 
 func (f verifierFunc) Verify(r *http.Request, route Route) error { return f(r, route) }
+
+// A triggered function on Cloud Run needs only the settings of its own routes' callers: the
+// coordination writer the push subscription's, the heartbeat the scheduler's.
+func TestTriggeredVerifierNeedsOnlyItsCallers(t *testing.T) {
+	env := map[string]string{SettingAudience: "https://coord-writer.run.app", SettingPushCaller: "push@p.iam.gserviceaccount.com"}
+	getenv := func(k string) string { return env[k] }
+	if _, err := platformVerifier(context.Background(), CloudRun, getenv, []Route{RouteQueue}); err != nil {
+		t.Fatalf("the writer's verifier: %v", err)
+	}
+	_, err := platformVerifier(context.Background(), CloudRun, getenv, []Route{RouteHeartbeat})
+	if err == nil || !strings.Contains(err.Error(), SettingSchedulerCaller) {
+		t.Fatalf("the heartbeat's verifier without %s: %v, want an error naming it", SettingSchedulerCaller, err)
+	}
+	if _, err := PlatformVerifier(context.Background(), CloudRun, getenv); err == nil || !strings.Contains(err.Error(), SettingCallers) {
+		t.Fatalf("an SSF's verifier without %s: %v, want an error naming it", SettingCallers, err)
+	}
+}

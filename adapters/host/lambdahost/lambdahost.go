@@ -123,15 +123,15 @@ func (h *Host) Handle(ctx context.Context, event json.RawMessage) (any, error) {
 func (h *Host) handleQueued(ctx context.Context, e events.SQSEvent) events.SQSEventResponse {
 	var resp events.SQSEventResponse
 	for _, r := range e.Records {
-		if err := h.fn.HandleQueued(ctx, sqsMessage(r)); err != nil {
+		if err := h.fn.HandleQueued(ctx, QueueMessage(r)); err != nil {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 		}
 	}
 	return resp
 }
 
-// sqsMessage is the queue.Message of an SQS event's record, as sqsqueue would receive it.
-func sqsMessage(r events.SQSMessage) *queue.Message {
+// QueueMessage is the queue.Message of an SQS event's record, as sqsqueue would receive it.
+func QueueMessage(r events.SQSMessage) *queue.Message {
 	attrs := map[string]string{}
 	for k, a := range r.MessageAttributes {
 		if a.StringValue != nil { // String and Number attributes; Binary ones are left out

@@ -1,0 +1,217 @@
+package coord
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// unruly is a queue at its worst, between proxies and writers: every wake-up is delivered one to
+// three times, each copy after its own random delay, to a random writer, concurrently, so
+// copies overtake one another and the wake-ups of later requests arrive first; a copy whose
+// writer fails is delivered again to another.
+type unruly struct {
+	t       *testing.T
+	writers []*Service
+	mu      sync.Mutex
+	rng     *rand.Rand
+	wg      sync.WaitGroup
+	errs    chan error
+}
+
+func (u *unruly) Wake(_ context.Context, session int64) error {
+	u.mu.Lock()
+	copies := 1 + u.rng.IntN(3)
+	type delivery struct {
+		w     *Service
+		delay time.Duration
+	}
+	ds := make([]delivery, copies)
+	for i := range ds {
+		ds[i] = delivery{u.writers[u.rng.IntN(len(u.writers))], time.Duration(u.rng.IntN(4000)) * time.Microsecond}
+	}
+	u.mu.Unlock()
+	for _, d := range ds {
+		u.wg.Add(1)
+		go func() {
+			defer u.wg.Done()
+			time.Sleep(d.delay)
+			// A failed delivery is delivered again, to any writer, as a queue does after the
+			// message's lease: a writer whose store died fails every time, the others decide.
+			w, err := d.w, error(nil)
+			for range 50 {
+				if err = w.Decide(context.Background(), session); err == nil {
+					return
+				}
+				time.Sleep(time.Millisecond)
+				u.mu.Lock()
+				w = u.writers[u.rng.IntN(len(u.writers))]
+				u.mu.Unlock()
+			}
+			select {
+			case u.errs <- err:
+			default:
+			}
+		}()
+	}
+	return nil
+}
+
+func newUnruly(t *testing.T, writers ...*Service) *unruly {
+	u := &unruly{t: t, writers: writers, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7)), errs: make(chan error, 1)}
+	t.Cleanup(func() {
+		u.wg.Wait()
+		select {
+		case err := <-u.errs:
+			t.Errorf("a writer failed: %v", err)
+		default:
+		}
+	})
+	return u
+}
+
+// newProxy is a proxy on tbl whose writes two writers on tbl decide through an unruly queue.
+func newProxy(t *testing.T, tbl *store.Table, cfg Config) *Service {
+	t.Helper()
+	wcfg := cfg
+	wcfg.Tick = -1 // writers run only when woken, as functions do
+	var writers []*Service
+	for range 2 {
+		w, err := New(context.Background(), tbl, wcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Close)
+		writers = append(writers, w)
+	}
+	cfg.Waker = newUnruly(t, writers...)
+	p, err := New(context.Background(), tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Two proxies serving one session (a client that moved, its old connection not yet gone) take
+// request numbers from one another; every request still applies exactly once and each gets its
+// own answer, never the other's.
+func TestProxiesShareASession(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
+		ctx := context.Background()
+		proxies := []*Service{newProxy(t, open(), fast), newProxy(t, open(), fast)}
+		c := newSession(t, proxies[0], time.Minute)
+		mustCreate(t, proxies[0], c, "/shared", "", Persistent)
+		const each = 15
+		var wg sync.WaitGroup
+		for i, p := range proxies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range each {
+					path := fmt.Sprintf("/shared/p%d-%02d", i, k)
+					res, _, err := p.Write(ctx, c, Op{Kind: OpCreate, Path: path, Data: []byte(path), ACL: OpenACLUnsafe})
+					if err != nil || res.Path != path {
+						t.Errorf("proxy %d, create %s: %+v, %v", i, path, res, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		var kids []string
+		if _, err := proxies[1].Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxies[1].View(func(v View) { kids, _, _ = v.Children(Caller{}, "/shared", false) })
+		if len(kids) != 2*each {
+			t.Fatalf("%d children, want %d: %v", len(kids), 2*each, kids)
+		}
+		// Every decided request's row is gone: nothing is decided twice, nothing is left over.
+		rows, err := open().Scan(ctx, requestPartition(c.Session), store.ScanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Key.Sort != openRequest {
+				t.Errorf("request row %s left after its decision", r.Key.Sort)
+			}
+		}
+		if err := proxies[1].CloseSession(ctx, c.Session); err != nil {
+			t.Fatal(err)
+		}
+		if rows, err := open().Scan(ctx, requestPartition(c.Session), store.ScanOptions{}); err != nil || len(rows) != 0 {
+			t.Fatalf("after the close: %d request rows (%v), want none", len(rows), err)
+		}
+	})
+}
+
+// A writer that dies at any store operation of Decide leaves the request decided or not; the
+// queue's redelivery to another writer applies it exactly once and the proxy gets its answer.
+func TestDecideRetriedAfterACrashAppliesOnce(t *testing.T) {
+	ctx := context.Background()
+	cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: -1, SnapshotEvery: -1}
+	for at := 1; ; at++ {
+		reached := false
+		for _, after := range []bool{false, true} {
+			url := fmt.Sprintf("mem://coord-decide-crash-%d-%v-%s", at, after, randomHex(4))
+			base, err := store.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer base.Close()
+			d := &crashingDriver{Driver: base.Driver()}
+			crashing, err := New(ctx, store.NewTable(d, url), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			retry, err := New(ctx, base, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each wake-up goes to the writer that crashes, its redelivery to the other.
+			waker := wakerFunc(func(ctx context.Context, session int64) error {
+				if err := crashing.Decide(ctx, session); err == nil {
+					return nil
+				}
+				return retry.Decide(ctx, session)
+			})
+			pcfg := cfg
+			pcfg.Tick, pcfg.Waker, pcfg.DecideTimeout = time.Hour, waker, 10*time.Second
+			p, err := New(ctx, base, pcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newSession(t, p, time.Hour)
+			mustCreate(t, p, c, "/q", "", Persistent)
+			d.mu.Lock()
+			d.at, d.after = d.ops+at, after // the writer dies at its at-th operation from here
+			d.mu.Unlock()
+			res, _, err := p.Write(ctx, c, createOp("/q/r-", PersistentSequential))
+			d.mu.Lock()
+			reached = reached || d.ops >= d.at
+			d.mu.Unlock()
+			var kids []string
+			p.View(func(v View) { kids, _, _ = v.Children(Caller{}, "/q", false) })
+			p.Close()
+			crashing.Close()
+			retry.Close()
+			if err != nil || len(kids) != 1 || res.Path != "/q/"+kids[0] {
+				t.Fatalf("writer crashed at op %d (after=%v), woken again: %+v, %v; children %v", at, after, res, err, kids)
+			}
+		}
+		if !reached {
+			t.Logf("Decide's %d store operations, each crashed before and after its effect", at-1)
+			return
+		}
+	}
+}
+
+type wakerFunc func(ctx context.Context, session int64) error
+
+func (f wakerFunc) Wake(ctx context.Context, session int64) error { return f(ctx, session) }

@@ -1,0 +1,353 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/store"
+)
+
+// The serverless write path (docs/coordination.md, "The serverless path"). A proxy, a Service
+// with a Waker, never appends to the log: it stores each write of a session as a request row,
+// numbered by the session's sequence, wakes a writer (a queue message naming the session), and
+// learns the decision from the log it tails. A writer, a Service without one, decides a
+// session's stored requests in order through Submit (Decide), so a wake-up that is lost,
+// repeated, reordered or late changes nothing: the next one decides whatever is stored, and a
+// decided request is never decided again. ACLs are checked by the writer, against the ids the
+// proxy authenticated.
+
+// Waker wakes a writer for a session that has requests to decide: one queue message, whose
+// consumer calls Service.Decide(session). It may be lost or delivered many times.
+type Waker interface {
+	Wake(ctx context.Context, session int64) error
+}
+
+// errProxy: a proxy does not append to the log; its writes are decided by a writer.
+var errProxy = errors.New("coord: this Service is a proxy (Config.Waker): writers decide its requests")
+
+const (
+	requestPrefix    = "zk/req/"    // + the session's hex id: one row per stored request
+	requestParts     = "zk/reqpart" // a request too large for one row, in parts
+	openRequest      = "open"       // the sort key of a session's open request
+	awaitFirstPoll   = 2 * time.Millisecond
+	awaitLongestPoll = 100 * time.Millisecond
+)
+
+func requestPartition(session int64) string {
+	return fmt.Sprintf("%s%016x", requestPrefix, uint64(session))
+}
+
+func requestKey(session, seq int64) store.Key {
+	return store.Key{Partition: requestPartition(session), Sort: fmt.Sprintf("%020d", seq)}
+}
+
+// request is a stored write request.
+type request struct {
+	ID   string `json:"id"`
+	Auth []ID   `json:"a,omitempty"`
+	Ops  []Op   `json:"o"`
+}
+
+// propose stores ops as the session's next request, wakes a writer and waits for the decision.
+// The outcome is unknown when it fails with anything but an *Error (a store or queue failure, a
+// writer that does not decide in time): the request may still be decided later, as ZooKeeper's
+// requests may after a lost connection.
+func (s *Service) propose(ctx context.Context, c Caller, ops []Op) (Outcome, error) {
+	if c.Session == 0 {
+		return Outcome{}, errf(BadArguments, "", "a proxy's writes need a session")
+	}
+	id := randomHex(12)
+	enc, err := json.Marshal(request{ID: id, Auth: c.Auth, Ops: ops})
+	if err != nil {
+		return Outcome{}, err
+	}
+	for {
+		seq, err := s.storeRequest(ctx, c.Session, enc, id)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if err := s.cfg.Waker.Wake(ctx, c.Session); err != nil {
+			return Outcome{}, fmt.Errorf("coord: waking a writer for request %d of session %#x: %w", seq, c.Session, err)
+		}
+		out, err := s.await(ctx, c.Session, seq)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if out.Request == id {
+			return out, nil
+		}
+		// Another request of the session took this number (this proxy's view of the session
+		// was stale): this one is not decided and never will be under that number. Store it
+		// again under the next.
+	}
+}
+
+// storeRequest writes enc as the session's next request and returns its number: one past both
+// the last decided and the last stored, claimed with a conditional create so that two proxies
+// of one session never share a number.
+func (s *Service) storeRequest(ctx context.Context, session int64, enc []byte, id string) (int64, error) {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	forget := func() {
+		s.seqMu.Lock()
+		delete(s.nextSeq, session)
+		s.seqMu.Unlock()
+	}
+	for {
+		s.seqMu.Lock()
+		seq, ok := s.nextSeq[session]
+		s.seqMu.Unlock()
+		if !ok {
+			if err := s.catchUp(ctx, 0); err != nil {
+				return 0, err
+			}
+			s.mu.RLock()
+			sess := s.t.sessions[session]
+			s.mu.RUnlock()
+			if sess == nil {
+				return 0, errf(SessionExpired, "", "session %#x", session)
+			}
+			last, err := s.lastStored(ctx, session)
+			if err != nil {
+				return 0, err
+			}
+			seq = max(sess.seq, last) + 1
+		}
+		attrs := store.Attrs{"b": enc}
+		if len(enc) > s.rowRoom() {
+			n, err := s.putParts(ctx, requestParts, fmt.Sprintf("%016x/%d/%s", uint64(session), seq, id), enc)
+			if err != nil {
+				forget()
+				return 0, err
+			}
+			attrs = store.Attrs{"n": n, "id": id}
+		}
+		r, err := s.tbl.Update(ctx, requestKey(session, seq), store.RowAbsent(), setAll(attrs))
+		if err != nil {
+			forget() // stored or not: count again next time
+			return 0, err
+		}
+		if !r.Applied {
+			forget()
+			continue
+		}
+		s.seqMu.Lock()
+		s.nextSeq[session] = seq + 1
+		s.seqMu.Unlock()
+		return seq, nil
+	}
+}
+
+func setAll(a store.Attrs) store.Update {
+	var u store.Update
+	for k, v := range a {
+		u = append(u, store.SetAttr(store.Attr(k), v))
+	}
+	return u
+}
+
+// lastStored is the highest request number stored for the session (0: none): the last row
+// but for the open request, which sorts after every number.
+func (s *Service) lastStored(ctx context.Context, session int64) (int64, error) {
+	rows, err := s.tbl.Scan(ctx, requestPartition(session), store.ScanOptions{Projection: []store.Path{store.Attr("n")}, Reverse: true, Limit: 2})
+	if err != nil {
+		return 0, err
+	}
+	var last int64
+	for _, r := range rows {
+		if seq, err := strconv.ParseInt(r.Key.Sort, 10, 64); err == nil {
+			last = max(last, seq)
+		}
+	}
+	return last, nil
+}
+
+// await tails the log until the session's request seq is decided and returns its outcome.
+func (s *Service) await(ctx context.Context, session, seq int64) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecideTimeout)
+	defer cancel()
+	poll := awaitFirstPoll
+	for {
+		if err := s.catchUp(ctx, 0); err != nil {
+			return Outcome{}, err
+		}
+		s.mu.RLock()
+		sess := s.t.sessions[session]
+		var out Outcome
+		var decided bool
+		if sess != nil && sess.seq >= seq {
+			out, decided = sess.outcomes[seq]
+		}
+		s.mu.RUnlock()
+		switch {
+		case sess == nil:
+			return Outcome{}, errf(SessionExpired, "", "session %#x", session)
+		case decided:
+			return out, nil
+		case sess.seq >= seq:
+			return Outcome{}, fmt.Errorf("coord: request %d of session %#x was decided before the last %d the session keeps", seq, session, keptOutcomes)
+		}
+		select {
+		case <-ctx.Done():
+			return Outcome{}, fmt.Errorf("coord: request %d of session %#x not decided within %v (is a writer consuming the queue?): %w",
+				seq, session, s.cfg.DecideTimeout, ctx.Err())
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, awaitLongestPoll)
+	}
+}
+
+// awaitSession tails the log until the session is open (want true) or closed (want false).
+func (s *Service) awaitSession(ctx context.Context, session int64, want bool) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecideTimeout)
+	defer cancel()
+	poll := awaitFirstPoll
+	for {
+		if err := s.catchUp(ctx, 0); err != nil {
+			return err
+		}
+		s.mu.RLock()
+		open := s.t.sessions[session] != nil
+		s.mu.RUnlock()
+		if open == want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("coord: session %#x not %s within %v (is a writer consuming the queue?): %w",
+				session, map[bool]string{true: "opened", false: "closed"}[want], s.cfg.DecideTimeout, ctx.Err())
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, awaitLongestPoll)
+	}
+}
+
+// Decide is the writer: it decides the session's stored requests in order, each once (its
+// open, then requests 1, 2, ...), closes it if it was fenced (closed, or expired), and deletes
+// what it decided. Any number of writers may run it for one session at once, after any delay.
+func (s *Service) Decide(ctx context.Context, session int64) error {
+	if s.cfg.Waker != nil {
+		return errProxy
+	}
+	if err := s.catchUp(ctx, 0); err != nil {
+		return err
+	}
+	alive, err := s.alive(ctx, session)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	open := s.t.sessions[session] != nil
+	s.mu.RUnlock()
+	switch {
+	case open && !alive:
+		// Fenced by a close or an expirer, or open without a heartbeat row (an open decided
+		// after the session's close by a writer paused across its whole life): close it.
+		return s.finishClose(ctx, session)
+	case !open && !alive:
+		return s.dropRequests(ctx, session) // closed, or never opened
+	case !open:
+		a, ok, err := s.tbl.Get(ctx, store.Key{Partition: requestPartition(session), Sort: openRequest})
+		if err != nil || !ok {
+			return err // its proxy writes the heartbeat row, then the open request
+		}
+		passwd, _ := a["p"].([]byte)
+		to, _ := a["t"].(int64)
+		_, _, _, err = s.write(ctx, &txn{Session: session, Open: &openTxn{Passwd: passwd, TimeoutMs: int32(to)}})
+		var exists *Error
+		if err != nil && !errors.As(err, &exists) { // not "session exists": another writer opened it
+			return err
+		}
+	}
+	rows, err := s.tbl.Scan(ctx, requestPartition(session), store.ScanOptions{})
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		seq, err := strconv.ParseInt(row.Key.Sort, 10, 64)
+		if err != nil {
+			continue // the open request
+		}
+		req, err := s.decodeRequest(ctx, session, seq, row.Attrs)
+		if err != nil {
+			return err
+		}
+		_, err = s.Submit(ctx, Caller{Session: session, Auth: req.Auth}, seq, req.ID, req.Ops)
+		switch {
+		case CodeOf(err) == SessionExpired:
+			return s.dropRequests(ctx, session)
+		case errors.Is(err, ErrOutOfOrder):
+			// A gap: a proxy stores a session's requests in order, so its predecessor's row is
+			// being written, and that request's own wake-up decides both.
+			return nil
+		case CodeOf(err) == BadArguments:
+			// No ops, or decided before the outcomes the session keeps: never decided again.
+		case err != nil:
+			return err
+		}
+		if err := s.deleteRequest(ctx, session, seq, row.Attrs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// alive tells whether a session's heartbeat row exists and is not fenced by a close or an
+// expirer.
+func (s *Service) alive(ctx context.Context, session int64) (bool, error) {
+	a, ok, err := s.tbl.Get(ctx, sessionKey(session))
+	if err != nil || !ok {
+		return false, err
+	}
+	dead, _ := a["dead"].(bool)
+	return !dead, nil
+}
+
+func (s *Service) decodeRequest(ctx context.Context, session, seq int64, a store.Attrs) (request, error) {
+	enc, _ := a["b"].([]byte)
+	if n, ok := a["n"].(int64); ok {
+		id, _ := a["id"].(string)
+		var err error
+		if enc, err = s.getParts(ctx, requestParts, fmt.Sprintf("%016x/%d/%s", uint64(session), seq, id), n); err != nil {
+			return request{}, fmt.Errorf("coord: request %d of session %#x: %w", seq, session, err)
+		}
+	}
+	var req request
+	if err := json.Unmarshal(enc, &req); err != nil || req.ID == "" {
+		return request{}, fmt.Errorf("coord: request %d of session %#x is malformed: %v", seq, session, err)
+	}
+	return req, nil
+}
+
+func (s *Service) deleteRequest(ctx context.Context, session, seq int64, a store.Attrs) error {
+	if _, err := s.tbl.Delete(ctx, requestKey(session, seq), store.Always()); err != nil {
+		return err
+	}
+	if n, ok := a["n"].(int64); ok {
+		id, _ := a["id"].(string)
+		return s.deleteParts(ctx, requestParts, fmt.Sprintf("%016x/%d/%s", uint64(session), seq, id), n)
+	}
+	return nil
+}
+
+// dropRequests deletes every stored request of a session that is closed.
+func (s *Service) dropRequests(ctx context.Context, session int64) error {
+	rows, err := s.tbl.Scan(ctx, requestPartition(session), store.ScanOptions{})
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if seq, err := strconv.ParseInt(row.Key.Sort, 10, 64); err == nil {
+			if err := s.deleteRequest(ctx, session, seq, row.Attrs); err != nil {
+				return err
+			}
+		} else if _, err := s.tbl.Delete(ctx, row.Key, store.Always()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
