@@ -18,7 +18,7 @@ known_types := {
 	"azurerm_role_assignment", "azurerm_role_definition",
 	"google_project_iam_member", "google_bigtable_table_iam_member", "google_pubsub_topic_iam_member",
 	"google_pubsub_subscription_iam_member", "google_cloud_run_v2_service_iam_member",
-	"google_service_account_iam_member", "google_kms_crypto_key_iam_member",
+	"google_service_account_iam_member", "google_kms_crypto_key_iam_member", "google_storage_bucket_iam_member",
 }
 
 deny contains msg if {
@@ -64,6 +64,7 @@ security_attributes := {
 	"google_cloud_run_v2_service_iam_member": ["role", "member"],
 	"google_service_account_iam_member": ["role", "member"],
 	"google_kms_crypto_key_iam_member": ["role", "member"],
+	"google_storage_bucket_iam_member": ["role", "member", "bucket"],
 }
 
 # Attributes the provider computes from other resources when the configuration leaves them
@@ -259,6 +260,23 @@ gcp_roles := {
 	"google_cloud_run_v2_service_iam_member": {"roles/run.invoker"},
 	"google_service_account_iam_member": {"roles/iam.serviceAccountTokenCreator"},
 	"google_kms_crypto_key_iam_member": {"roles/cloudkms.cryptoKeyEncrypterDecrypter"},
+	"google_storage_bucket_iam_member": {"roles/storage.objectUser", "roles/storage.objectViewer"},
+}
+
+# A bucket grant is on a bucket of the plan that the same module instance creates (a
+# coordination service's own), named as the plan shows it.
+deny contains msg if {
+	some r in lib.resources_of("google_storage_bucket_iam_member")
+	not lib.unknown(r, ["bucket"])
+	not own_bucket(r)
+	msg := sprintf("%s: a grant on bucket %v, which no resource of its module in this plan creates; ssfkit grants only a coordination service's own bucket", [r.address, object.get(r.values, "bucket", "unset")])
+}
+
+own_bucket(r) if {
+	some b in lib.resources_of("google_storage_bucket")
+	b.module == r.module
+	is_string(r.values.bucket)
+	r.values.bucket == b.values.name
 }
 
 deny contains msg if {

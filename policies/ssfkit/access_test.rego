@@ -184,3 +184,23 @@ test_other_managed_policy_denied if count(access.deny) == 1 with input as plans.
 test_managed_policy_named_after_apply_denied if {
 	count(access.deny) == 1 with input as plans.plan([plans.unknown_after_apply(managed(null), ["name"])])
 }
+
+gcs_bucket(module) := plans.in_module(module, plans.create("google_storage_bucket.this", "google_storage_bucket", {"name": "bank-zk-coord-1234abcd"}))
+
+bucket_grant(module, bucket, role) := plans.in_module(module, plans.create("google_storage_bucket_iam_member.this", "google_storage_bucket_iam_member", {"bucket": bucket, "role": role, "member": "serviceAccount:bank-zk-cw-1234ab@p.iam.gserviceaccount.com"}))
+
+test_grant_on_the_modules_own_bucket_passes if {
+	count(access.deny) == 0 with input as plans.plan([gcs_bucket("module.coordination"), bucket_grant("module.coordination", "bank-zk-coord-1234abcd", "roles/storage.objectUser")])
+}
+
+test_grant_on_another_modules_bucket_denied if {
+	count(access.deny) == 1 with input as plans.plan([gcs_bucket("module.coordination"), bucket_grant("module.other", "bank-zk-coord-1234abcd", "roles/storage.objectViewer")])
+}
+
+test_grant_on_a_bucket_outside_the_plan_denied if {
+	count(access.deny) == 1 with input as plans.plan([bucket_grant("module.coordination", "exports", "roles/storage.objectViewer")])
+}
+
+test_bucket_admin_denied if {
+	count(access.deny) == 1 with input as plans.plan([gcs_bucket("module.coordination"), bucket_grant("module.coordination", "bank-zk-coord-1234abcd", "roles/storage.admin")])
+}

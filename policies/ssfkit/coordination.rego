@@ -215,3 +215,18 @@ deny contains msg if {
 	role != r.values.function_name
 	msg := sprintf("%s: function %s runs as %s, the identity of a coordination service's %s", [r.address, r.values.function_name, role, kind])
 }
+
+# --- GCP: the clients' service account ---------------------------------------------------------
+
+# The coordination module's client service account (<…>-cc-<hash>) reads the bucket and
+# publishes requests; it never writes objects nor consumes the queue.
+gcp_client(member) if regex.match(`^serviceAccount:[a-z][-a-z0-9]*-cc-[0-9a-f]{6}@`, member)
+
+deny contains msg if {
+	some t in {"google_storage_bucket_iam_member", "google_pubsub_subscription_iam_member"}
+	some r in lib.resources_of(t)
+	is_string(r.values.member)
+	gcp_client(r.values.member)
+	not r.values.role in {"roles/storage.objectViewer"}
+	msg := sprintf("%s: %s is a coordination service's client identity; it may only read the bucket (roles/storage.objectViewer) and publish requests, not hold %v", [r.address, r.values.member, r.values.role])
+}

@@ -113,3 +113,21 @@ test_other_function_on_a_coordination_role_denied if {
 test_unknown_coordination_role_denied if {
 	count(coordination.deny) == 1 with input as plans.plan([function("bank-zk-coord-reader", "arn:aws:iam::123456789012:role/bank-zk-coord-reader", {"SSFKIT_COORD_ROLE": "reader"})])
 }
+
+gcp_grant(t, role, member) := plans.plan([plans.create("x.y", t, {"role": role, "member": member})])
+
+test_gcp_client_reading_the_bucket_passes if {
+	count(coordination.deny) == 0 with input as gcp_grant("google_storage_bucket_iam_member", "roles/storage.objectViewer", "serviceAccount:bank-zk-cc-1234ab@p.iam.gserviceaccount.com")
+}
+
+test_gcp_writer_writing_the_bucket_passes if {
+	count(coordination.deny) == 0 with input as gcp_grant("google_storage_bucket_iam_member", "roles/storage.objectUser", "serviceAccount:bank-zk-cw-1234ab@p.iam.gserviceaccount.com")
+}
+
+test_gcp_client_writing_the_bucket_denied if {
+	count(coordination.deny) == 1 with input as gcp_grant("google_storage_bucket_iam_member", "roles/storage.objectUser", "serviceAccount:bank-zk-cc-1234ab@p.iam.gserviceaccount.com")
+}
+
+test_gcp_client_consuming_requests_denied if {
+	count(coordination.deny) == 1 with input as gcp_grant("google_pubsub_subscription_iam_member", "roles/pubsub.subscriber", "serviceAccount:bank-zk-cc-1234ab@p.iam.gserviceaccount.com")
+}
