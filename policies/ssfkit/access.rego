@@ -307,7 +307,7 @@ deny contains msg if {
 # peer-invoker role, a custom role of the plan that allows reading a function app's host keys.
 azure_roles := {
 	"Storage Table Data Contributor", "Storage Queue Data Contributor", "Storage Queue Data Message Sender",
-	"Storage Blob Data Owner", "Storage Blob Data Contributor", "Key Vault Crypto Service Encryption User",
+	"Storage Blob Data Owner", "Storage Blob Data Contributor", "Storage Blob Data Reader", "Key Vault Crypto Service Encryption User",
 }
 
 deny contains msg if {

@@ -131,3 +131,25 @@ test_gcp_client_writing_the_bucket_denied if {
 test_gcp_client_consuming_requests_denied if {
 	count(coordination.deny) == 1 with input as gcp_grant("google_pubsub_subscription_iam_member", "roles/pubsub.subscriber", "serviceAccount:bank-zk-cc-1234ab@p.iam.gserviceaccount.com")
 }
+
+# Azure: the coordination module's role assignments (its own storage account's table, queue and
+# container, and the account for the apps' host storage) pass the allow-list and sovereignty.
+azure_account := "/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/storageAccounts/bankzkcoord12345678"
+
+azure_grant(key, role, scope) := plans.in_module("module.coordination", plans.create(sprintf("azurerm_role_assignment.own[%q]", [key]), "azurerm_role_assignment", {"role_definition_name": role, "scope": scope}))
+
+azure_plan := plans.plan([
+	plans.in_module("module.coordination", plans.create("azurerm_storage_account.this", "azurerm_storage_account", {"name": "bankzkcoord12345678", "min_tls_version": "TLS1_2", "https_traffic_only_enabled": true, "allow_nested_items_to_be_public": false})),
+	azure_grant("writer_table", "Storage Table Data Contributor", concat("", [azure_account, "/tableServices/default/tables/coord"])),
+	azure_grant("writer_requests", "Storage Queue Data Contributor", concat("", [azure_account, "/queueServices/default/queues/requests"])),
+	azure_grant("writer_host", "Storage Blob Data Owner", azure_account),
+	azure_grant("client_requests", "Storage Queue Data Message Sender", concat("", [azure_account, "/queueServices/default/queues/requests"])),
+	azure_grant("client_blobs", "Storage Blob Data Reader", concat("", [azure_account, "/blobServices/default/containers/blobs"])),
+])
+
+test_azure_coordination_grants_pass if {
+	count(data.ssfkit.access.deny) == 0 with input as azure_plan
+	count(data.ssfkit.sovereignty.deny) == 0 with input as azure_plan
+	count(data.ssfkit.public.deny) == 0 with input as azure_plan
+	count(data.ssfkit.encryption.deny) == 0 with input as azure_plan
+}

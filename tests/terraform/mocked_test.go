@@ -114,8 +114,9 @@ func TestGCPCoordination(t *testing.T) {
 
 const sha256Zero = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// TestAzure: the modules' terraform tests with a mocked provider, on the bank's real function
-// app zip, which the tests upload as the package and hash into the app settings. (A plan by the
+// TestAzure: the modules' terraform tests with a mocked provider, on the real function app zips
+// (the bank's, the coordination service's), which the tests upload as the packages and hash
+// into the app settings. (A plan by the
 // real AzureRM provider needs Entra ID tokens even to plan, so unlike Google's it cannot run
 // offline.)
 func TestAzure(t *testing.T) {
@@ -129,6 +130,13 @@ func TestAzure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := build.AzureFunctions(context.Background(), root, "./examples/bank/azure", artifact, testWriter{t}); err != nil {
+		t.Fatal(err)
+	}
+	coordination := filepath.Join(modules, "azure", "coordination", "tests", "testdata", "artifact.zip")
+	if err := os.MkdirAll(filepath.Dir(coordination), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := build.AzureCoordination(context.Background(), root, "./adapters/host/coordhost/http", coordination, testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
 	terraformTestMocked(t, tftest.New(t), modules, "azure")
