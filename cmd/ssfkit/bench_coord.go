@@ -41,8 +41,10 @@ func benchCoord(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"protocol (go-zookeeper/zk): create, get, versioned set, getChildren, exists and watch\n"+
 		"notification latency, taking turns in blocks; throughput of gets and sets with --clients\n"+
 		"concurrent clients; store requests per operation; the write path's time per stage.\n"+
+		"With --serverless, the serverless path too (docs/coordination.md), its write path per stage.\n"+
 		"Markdown (or JSON with --json); progress goes to stderr.", stderr)
 	list := fs.String("stores", "mem,sqlite", "comma-separated stores for ssfkit's endpoint: mem, sqlite, postgres")
+	serverless := fs.String("serverless", "", "comma-separated stores for the serverless path (a proxy whose writes a writer decides, woken through an in-process queue): mem, sqlite, postgres")
 	cfg := bench.CoordConfig{}
 	fs.IntVar(&cfg.Ops, "ops", bench.DefaultCoordOps, "measured operations per kind and target")
 	fs.IntVar(&cfg.Warmup, "warmup", bench.DefaultCoordWarmup, "unmeasured operations per kind and target first")
@@ -63,6 +65,14 @@ func benchCoord(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.Stores, err = pickBackends("bench coord", all, *list); err != nil {
 		return err
 	}
+	if *serverless != "" {
+		if cfg.Serverless, err = pickBackends("bench coord", coordStores(filepath.Join(tmpDir, "serverless")), *serverless); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(tmpDir, "serverless"), 0o755); err != nil {
+			return err
+		}
+	}
 	defer pgtest.Stop()
 	defer testservers.StopAll()
 	cfg.ZooKeeper = testservers.ZooKeeperBench.Get
@@ -79,19 +89,22 @@ func benchCoordCost(ctx context.Context, args []string, stdout, stderr io.Writer
 		"`bench coord --json` report measured: USD per million reads, writes and watch notifications\n"+
 		"per cloud, and the break-even with a ZooKeeper ensemble; --plot draws the monthly costs.", stderr)
 	report := fs.String("report", "docs/bench/coord.json", "a `bench coord --json` report")
-	target := fs.String("target", "ssfkit-sqlite", "the ssfkit target whose request counts to use")
+	target := fs.String("target", "ssfkit-sqlite", "the ssfkit server target whose request counts to use")
+	serverless := fs.String("serverless-target", "ssfkit-sqlite-serverless", "the serverless target (bench coord --serverless) whose request counts to use")
 	cfg := bench.DefaultCostConfig
 	fs.Float64Var(&cfg.ReadFraction, "reads", cfg.ReadFraction, "share of reads in the workload of the break-even and the chart")
 	fs.Float64Var(&cfg.StoreRequestSeconds, "store-latency", cfg.StoreRequestSeconds, "seconds a function waits per cloud store request")
 	fs.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "ZooKeeper servers in the ensemble")
+	fs.IntVar(&cfg.Proxies, "proxies", cfg.Proxies, "coord proxy sidecars (one per application instance)")
+	fs.Float64Var(&cfg.ProxyTickSeconds, "proxy-tick", cfg.ProxyTickSeconds, "the proxies' tick, seconds")
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	plotPath := fs.String("plot", "", "write a PNG chart of monthly cost against requests per day to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if cfg.ReadFraction < 0 || cfg.ReadFraction > 1 || cfg.StoreRequestSeconds < 0 || cfg.Ensemble < 1 {
-		return &cliUsageError{err: fmt.Errorf("bench coord-cost: --reads must be in [0, 1], --store-latency at least 0, --ensemble at least 1")}
+	if cfg.ReadFraction < 0 || cfg.ReadFraction > 1 || cfg.StoreRequestSeconds < 0 || cfg.Ensemble < 1 || cfg.Proxies < 0 || cfg.ProxyTickSeconds <= 0 {
+		return &cliUsageError{err: fmt.Errorf("bench coord-cost: --reads must be in [0, 1], --store-latency and --proxies at least 0, --ensemble at least 1, --proxy-tick positive")}
 	}
 	b, err := os.ReadFile(*report)
 	if err != nil {
@@ -101,7 +114,7 @@ func benchCoordCost(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return fmt.Errorf("bench coord-cost: %s: %w", *report, err)
 	}
-	cost, err := bench.RunCost(&rep, *target, cfg)
+	cost, err := bench.RunCost(&rep, *target, *serverless, cfg)
 	if err != nil {
 		return err
 	}

@@ -52,21 +52,7 @@ func TestCoordServe(t *testing.T) {
 		done <- runCoord(ctx, []string{"serve", "--store", "sqlite://" + t.TempDir() + "/zk.db?table=zookeeper", "--addr", "127.0.0.1:0",
 			"--blobs", "file://" + t.TempDir()}, out, io.Discard)
 	}()
-	on := regexp.MustCompile(`ZooKeeper protocol on (127\.0\.0\.1:\d+)`)
-	addr := ""
-	for deadline := time.Now().Add(20 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-		if m := on.FindStringSubmatch(out.String()); m != nil {
-			addr = m[1]
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("coord serve exited: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("coord serve printed no address:\n%s", out.String())
-		}
-	}
+	addr := awaitBanner(t, out, done)
 	zkRoundTrip(t, addr, "/serve")
 	if !strings.Contains(out.String(), "large entries in bucket file://") {
 		t.Errorf("the banner does not name the bucket:\n%s", out.String())

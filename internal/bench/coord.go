@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -15,6 +16,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/ssfkit/ssfkit/adapters/host/coordhost"
+	"github.com/ssfkit/ssfkit/adapters/queue"
+	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue" // the serverless targets' wake-ups
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/internal/coordserve"
 	"github.com/ssfkit/ssfkit/orchestrator/coord"
@@ -43,6 +47,10 @@ type CoordConfig struct {
 	// Stores are the stores ssfkit's endpoint runs on, one target each (store.TablePlaceholder
 	// where the table's name goes).
 	Stores []Backend `json:"-"`
+	// Serverless are the stores the serverless path runs on, one target each: `ssfkit coord
+	// proxy` with its writes decided by a writer woken through an in-process queue (so the
+	// cloud queue's own latency is left out and named in the report).
+	Serverless []Backend `json:"-"`
 	// ZooKeeper returns a real ZooKeeper server's HOST:PORT; it is measured in the same run.
 	ZooKeeper func() (string, error) `json:"-"`
 	// Ops is the measured operations per kind and target, after Warmup unmeasured ones; targets
@@ -155,6 +163,17 @@ type coordTarget struct {
 	mu        sync.Mutex
 	recording bool
 	stages    []coord.WriteStages
+	proposals []coord.ProposeStages // serverless targets: the proxy's stages
+	decides   []time.Duration       // serverless targets: the writer's Decide per wake-up
+	stop      func()                // serverless targets: stops the writer
+}
+
+func (t *coordTarget) onPropose(st coord.ProposeStages) {
+	t.mu.Lock()
+	if t.recording {
+		t.proposals = append(t.proposals, st)
+	}
+	t.mu.Unlock()
 }
 
 func (t *coordTarget) onWrite(st coord.WriteStages) {
@@ -173,6 +192,9 @@ func (t *coordTarget) close() {
 	}
 	if t.srv != nil {
 		t.srv.Close()
+	}
+	if t.stop != nil {
+		t.stop()
 	}
 }
 
@@ -236,6 +258,13 @@ func RunCoord(ctx context.Context, cfg CoordConfig, progress io.Writer) (*CoordR
 			return nil, fmt.Errorf("bench coord: %s: %w", t.name, err)
 		}
 	}
+	for _, b := range cfg.Serverless {
+		t := &coordTarget{name: "ssfkit-" + b.Name + "-serverless", root: run, counter: &Counter{}}
+		targets = append(targets, t)
+		if err := startServerlessTarget(ctx, t, b, cfg.Tick); err != nil {
+			return nil, fmt.Errorf("bench coord: %s: %w", t.name, err)
+		}
+	}
 	data := []byte(strings.Repeat("d", cfg.DataBytes))
 	for _, t := range targets {
 		rep.Targets = append(rep.Targets, t.name)
@@ -256,6 +285,22 @@ func RunCoord(ctx context.Context, cfg CoordConfig, progress io.Writer) (*CoordR
 			continue
 		}
 		r := CoordStageResult{Target: t.name}
+		if t.stop != nil {
+			var stages [5][]time.Duration
+			for _, p := range t.proposals {
+				stages[0] = append(stages[0], p.Store)
+				stages[1] = append(stages[1], p.Wake)
+				stages[2] = append(stages[2], p.Await)
+				stages[4] = append(stages[4], p.Store+p.Wake+p.Await)
+			}
+			stages[3] = t.decides
+			for i, name := range []string{"proxy: store the request (conditional create)", "proxy: wake a writer (queue send)",
+				"until the proxy sees the decision (delivery, writer, log tail reads)", "of which the writer's Decide", "serverless write path total"} {
+				r.Stages = append(r.Stages, stageTimes(name, stages[i]))
+			}
+			rep.Stages = append(rep.Stages, r)
+			continue
+		}
 		var stages [5][]time.Duration
 		for _, s := range t.stages {
 			stages[0] = append(stages[0], s.CatchUp)
@@ -299,6 +344,75 @@ func startCoordTarget(ctx context.Context, t *coordTarget, b Backend, tick time.
 	srv, err := coordserve.StartTable(ctx, tbl, ln, coord.Config{Tick: tick, OnWrite: t.onWrite}, nil)
 	if err != nil {
 		ln.Close()
+		tbl.Close()
+		return err
+	}
+	t.srv, t.addr = srv, ln.Addr().String()
+	return nil
+}
+
+// startServerlessTarget serves the serverless path on b: a proxy (coordserve, with a Waker)
+// whose writes a writer Service decides, woken through an in-process queue; both count their
+// store requests on one counter, so an operation's count is the whole path's.
+func startServerlessTarget(ctx context.Context, t *coordTarget, b Backend, tick time.Duration) error {
+	urlPattern, err := b.URL()
+	if err != nil {
+		return err
+	}
+	n := time.Now().UnixNano() % 1e9
+	url := strings.ReplaceAll(urlPattern, store.TablePlaceholder, fmt.Sprintf("coordbench%d", n))
+	tbl, err := openCounted(ctx, url, t.counter)
+	if err != nil {
+		return err
+	}
+	q, err := queue.Open(ctx, fmt.Sprintf("mem://coordbench-requests-%d", n))
+	if err != nil {
+		tbl.Close()
+		return err
+	}
+	dlq, err := queue.Open(ctx, fmt.Sprintf("mem://coordbench-dead-%d", n))
+	if err != nil {
+		tbl.Close()
+		return err
+	}
+	writer, err := coord.New(ctx, tbl, coord.Config{Tick: -1})
+	if err != nil {
+		tbl.Close()
+		return err
+	}
+	decide := coordhost.Writer(writer)
+	serveCtx, cancel := context.WithCancel(ctx)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = queue.Serve(serveCtx, q, func(ctx context.Context, m *queue.Message) error {
+			start := time.Now()
+			err := decide(ctx, m)
+			t.mu.Lock()
+			if t.recording {
+				t.decides = append(t.decides, time.Since(start))
+			}
+			t.mu.Unlock()
+			return err
+		}, queue.ServeOptions{DeadLetter: dlq, Wait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}()
+	t.stop = func() {
+		cancel()
+		<-served
+		writer.Close()
+		q.Close()
+		dlq.Close()
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.stop()
+		tbl.Close()
+		return err
+	}
+	srv, err := coordserve.StartTable(ctx, tbl, ln, coord.Config{Tick: tick, Waker: coordhost.QueueWaker{Queue: q}, OnPropose: t.onPropose}, nil)
+	if err != nil {
+		ln.Close()
+		t.stop()
 		tbl.Close()
 		return err
 	}

@@ -23,10 +23,8 @@ type CloudPrices struct {
 	// Store: a strongly consistent read of a row up to 4 KB, a write of a row up to 1 KB (the
 	// log rows of small znodes stay under 1 KB).
 	Read, Write float64
-	// Queue: one ordered message sent, received and deleted (all requests it takes).
+	// Queue: one wake-up message sent, received and deleted (all requests it takes).
 	Message float64
-	// FixedMonthly is what the serverless path costs with no traffic (a queue's base charge).
-	FixedMonthly float64
 	// VMHourly and DiskMonthly price one ensemble member: a small VM and its disk.
 	VMHourly, DiskMonthly float64
 }
@@ -34,15 +32,15 @@ type CloudPrices struct {
 // CostPrices are the prices docs/coordination.md's cost model uses, checked 2026-11-26 (see
 // its sources and which are assumptions).
 var CostPrices = []CloudPrices{
-	{Cloud: "AWS", Function: "Lambda (512 MB)", Store: "DynamoDB on-demand", Queue: "SQS FIFO", VM: "t3.small + 20 GB gp3",
+	{Cloud: "AWS", Function: "Lambda (512 MB)", Store: "DynamoDB on-demand", Queue: "SQS standard", VM: "t3.small + 20 GB gp3",
 		Invocation: 0.20e-6, GBSecond: 0.0000166667, MemoryGB: 0.5, MinSeconds: 0.001,
-		Read: 0.125e-6, Write: 0.625e-6, Message: 3 * 0.50e-6,
+		Read: 0.125e-6, Write: 0.625e-6, Message: 3 * 0.40e-6,
 		VMHourly: 0.0208, DiskMonthly: 20 * 0.08},
-	{Cloud: "Azure", Function: "Functions consumption (512 MB)", Store: "Table Storage (LRS)", Queue: "Service Bus Standard (sessions)", VM: "B1ms + 32 GiB Standard SSD",
+	{Cloud: "Azure", Function: "Functions consumption (512 MB)", Store: "Table Storage (LRS)", Queue: "Storage Queues (LRS)", VM: "B1ms + 32 GiB Standard SSD",
 		Invocation: 0.20e-6, GBSecond: 0.000016, MemoryGB: 0.5, MinSeconds: 0.1,
-		Read: 0.00036 / 1e4, Write: 0.00036 / 1e4, Message: 3 * 0.80e-6, FixedMonthly: 0.0135 * 730,
+		Read: 0.00036 / 1e4, Write: 0.00036 / 1e4, Message: 3 * 0.0004 / 1e4,
 		VMHourly: 0.0207, DiskMonthly: 2.40},
-	{Cloud: "GCP", Function: "Cloud Run (1 vCPU, 512 MiB)", Store: "Firestore (regional)", Queue: "Pub/Sub (ordering keys)", VM: "e2-small + 20 GB pd-balanced",
+	{Cloud: "GCP", Function: "Cloud Run (1 vCPU, 512 MiB)", Store: "Firestore (regional)", Queue: "Pub/Sub", VM: "e2-small + 20 GB pd-balanced",
 		Invocation: 0.40e-6, GBSecond: 0.000024 + 0.5*0.0000025, MemoryGB: 1, MinSeconds: 0.1,
 		Read: 0.03 / 1e5, Write: 0.09 / 1e5, Message: 40 * 2000 / math.Pow(2, 40),
 		VMHourly: 0.0168, DiskMonthly: 20 * 0.10},
@@ -59,17 +57,30 @@ type CostConfig struct {
 	ReadFraction float64
 	// Ensemble is the number of ZooKeeper servers (3: the smallest that tolerates a failure).
 	Ensemble int
+	// Proxies is the number of `ssfkit coord proxy` sidecars (one per application instance),
+	// and ProxyTickSeconds their tick: each reads the log's tail and scans the session rows
+	// once per tick while idle, a fixed cost per proxy.
+	Proxies          int
+	ProxyTickSeconds float64
+	// HeartbeatEveryMinutes is the heartbeat function's schedule (the modules' default: 1).
+	HeartbeatEveryMinutes float64
 }
 
 // DefaultCostConfig is what docs/coordination.md uses.
-var DefaultCostConfig = CostConfig{StoreRequestSeconds: 0.008, ComputeSeconds: 0.002, ReadFraction: 0.9, Ensemble: 3}
+var DefaultCostConfig = CostConfig{StoreRequestSeconds: 0.008, ComputeSeconds: 0.002, ReadFraction: 0.9, Ensemble: 3,
+	Proxies: 3, ProxyTickSeconds: 0.2, HeartbeatEveryMinutes: 1}
+
+// monthSeconds is 730 hours.
+const monthSeconds = 730 * 3600
 
 // CostReport is the cost model evaluated on one bench coord report's request counts.
 type CostReport struct {
-	Target string      `json:"target"` // the ssfkit target whose counts it uses
-	Config CostConfig  `json:"config"`
-	Counts CostCounts  `json:"measured"`
-	Clouds []CloudCost `json:"clouds"`
+	Target           string      `json:"target"`            // the server target whose counts it uses
+	ServerlessTarget string      `json:"serverless_target"` // the serverless target whose counts it uses
+	Config           CostConfig  `json:"config"`
+	Counts           CostCounts  `json:"measured"`
+	Serverless       CostCounts  `json:"measured_serverless"`
+	Clouds           []CloudCost `json:"clouds"`
 }
 
 // CostCounts are the store requests per operation measured by bench coord.
@@ -88,15 +99,18 @@ type CostCounts struct {
 type CloudCost struct {
 	Prices CloudPrices `json:"prices"`
 	// Per million operations, USD.
-	ReadsServer  float64 `json:"reads_server_per_m"`  // this increment: served from a server's replica
-	Reads        float64 `json:"reads_per_m"`         // serverless path: one store read per read
-	WritesServer float64 `json:"writes_server_per_m"` // this increment: the measured store requests only
-	Writes       float64 `json:"writes_per_m"`        // serverless: + a queue message + a writer invocation
+	ReadsServer  float64 `json:"reads_server_per_m"`  // servers: served from the replica
+	Reads        float64 `json:"reads_per_m"`         // serverless: served from the proxy's replica
+	WritesServer float64 `json:"writes_server_per_m"` // servers: the measured store requests only
+	Writes       float64 `json:"writes_per_m"`        // serverless: its measured requests + a wake-up message + a writer invocation
 	Watches      float64 `json:"watch_notifications_per_m"`
+	// FixedMonthly is what the serverless path costs with no traffic: the heartbeat function
+	// on its schedule and the proxies' idle ticks.
+	FixedMonthly float64 `json:"fixed_monthly"`
 	// EnsembleMonthly is Ensemble VMs with disks for 730 hours.
 	EnsembleMonthly float64 `json:"ensemble_monthly"`
 	// BreakEvenPerDay is the requests per day (at ReadFraction reads) at which the serverless
-	// path costs as much per month as the ensemble.
+	// path costs as much per month as the ensemble (0: it never does, its fixed cost is higher).
 	BreakEvenPerDay float64 `json:"break_even_requests_per_day"`
 }
 
@@ -110,8 +124,8 @@ func (c CloudCost) perRequest(readFraction float64) float64 {
 	return (readFraction*c.Reads + (1-readFraction)*c.Writes) / 1e6
 }
 
-// RunCost evaluates the model on rep's counts for target (an ssfkit target of the report).
-func RunCost(rep *CoordReport, target string, cfg CostConfig) (*CostReport, error) {
+// counts reads target's store requests per get, set and watch from rep.
+func counts(rep *CoordReport, target string) (CostCounts, error) {
 	find := func(op string) (*CoordOpTarget, error) {
 		for _, o := range rep.Ops {
 			if o.Op != op {
@@ -127,45 +141,69 @@ func RunCost(rep *CoordReport, target string, cfg CostConfig) (*CostReport, erro
 	}
 	get, err := find("get")
 	if err != nil {
-		return nil, err
+		return CostCounts{}, err
 	}
 	set, err := find("set")
 	if err != nil {
-		return nil, err
+		return CostCounts{}, err
 	}
 	watch, err := find("watch")
 	if err != nil {
-		return nil, err
+		return CostCounts{}, err
 	}
-	cr := &CostReport{Target: target, Config: cfg, Counts: CostCounts{
+	k := CostCounts{
 		ReadRequests: get.StoreRequests,
-		WriteReads:   set.Store.Gets + set.Store.ScannedRows,
+		WriteReads:   set.Store.Gets + set.Store.Scans,
 		WriteWrites:  set.Store.Updates + set.Store.Deletes,
 		WatchExtra:   max(watch.StoreRequests-set.StoreRequests, 0),
 		SetMedianUS:  set.Latency.MedianUS, ReadMedianUSs: get.Latency.MedianUS,
 		Source: rep.Started.UTC().Format("2006-01-02T15:04:05Z"),
-	}}
+	}
 	for _, s := range rep.Stages {
 		if s.Target == target && len(s.Stages) > 0 {
-			cr.Counts.WritePathUS = s.Stages[len(s.Stages)-1].P50US
+			k.WritePathUS = s.Stages[len(s.Stages)-1].P50US
 		}
 	}
-	k := cr.Counts
+	return k, nil
+}
+
+// RunCost evaluates the model on rep's counts: target's (a server) and serverless's (the
+// serverless path, `bench coord --serverless`).
+func RunCost(rep *CoordReport, target, serverless string, cfg CostConfig) (*CostReport, error) {
+	k, err := counts(rep, target)
+	if err != nil {
+		return nil, err
+	}
+	sk, err := counts(rep, serverless)
+	if err != nil {
+		return nil, fmt.Errorf("%w (measure it with `ssfkit bench coord --serverless STORE`)", err)
+	}
+	cr := &CostReport{Target: target, ServerlessTarget: serverless, Config: cfg, Counts: k, Serverless: sk}
 	for _, p := range CostPrices {
-		writeStore := k.WriteReads*p.Read + k.WriteWrites*p.Write
-		writerSeconds := (k.WriteReads+k.WriteWrites)*cfg.StoreRequestSeconds + cfg.ComputeSeconds
-		// The distributor: takes the write's message, pushes each notification to its client.
-		distributorSeconds := k.WatchExtra*cfg.StoreRequestSeconds + cfg.ComputeSeconds
 		c := CloudCost{Prices: p,
 			ReadsServer:  1e6 * k.ReadRequests * p.Read,
-			Reads:        1e6 * max(k.ReadRequests, 1) * p.Read,
-			WritesServer: 1e6 * writeStore,
-			Writes:       1e6 * (writeStore + p.Message + p.invocation(writerSeconds)),
-			Watches:      1e6 * (k.WatchExtra*p.Read + p.Message + p.invocation(distributorSeconds)),
+			Reads:        1e6 * sk.ReadRequests * p.Read,
+			WritesServer: 1e6 * (k.WriteReads*p.Read + k.WriteWrites*p.Write),
+			Watches:      1e6 * sk.WatchExtra * p.Read,
+		}
+		// A write: the whole path's store requests (proxy and writer), the wake-up message,
+		// and a writer invocation that waits out the store requests it makes (all but the
+		// proxy's conditional create and its tail reads, counted here as the writer's too: an
+		// upper bound).
+		writerSeconds := (sk.WriteReads+sk.WriteWrites)*cfg.StoreRequestSeconds + cfg.ComputeSeconds
+		c.Writes = 1e6 * (sk.WriteReads*p.Read + sk.WriteWrites*p.Write + p.Message + p.invocation(writerSeconds))
+		// The heartbeat: one run per period, reading the log's tail and scanning the sessions.
+		if cfg.HeartbeatEveryMinutes > 0 {
+			runs := monthSeconds / (60 * cfg.HeartbeatEveryMinutes)
+			c.FixedMonthly += runs * (2*p.Read + p.invocation(2*cfg.StoreRequestSeconds+cfg.ComputeSeconds))
+		}
+		// Each proxy's idle tick: a read of the log's tail and a scan of the session rows.
+		if cfg.ProxyTickSeconds > 0 {
+			c.FixedMonthly += float64(cfg.Proxies) * monthSeconds / cfg.ProxyTickSeconds * 2 * p.Read
 		}
 		c.EnsembleMonthly = float64(cfg.Ensemble) * (p.VMHourly*730 + p.DiskMonthly)
-		if per := c.perRequest(cfg.ReadFraction); per > 0 {
-			c.BreakEvenPerDay = max(c.EnsembleMonthly-p.FixedMonthly, 0) / (30 * per)
+		if per := c.perRequest(cfg.ReadFraction); per > 0 && c.EnsembleMonthly > c.FixedMonthly {
+			c.BreakEvenPerDay = (c.EnsembleMonthly - c.FixedMonthly) / (30 * per)
 		}
 		cr.Clouds = append(cr.Clouds, c)
 	}
@@ -177,15 +215,22 @@ func (r *CostReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	k := r.Counts
 	fmt.Fprintf(&b, "# ssfkit bench coord-cost\n\n")
-	fmt.Fprintf(&b, "- store requests per operation measured on %s (bench coord started %s): read %s, write %s reads + %s writes, a watch notification %s more\n",
-		r.Target, k.Source, num(k.ReadRequests), num(k.WriteReads), num(k.WriteWrites), num(k.WatchExtra))
-	fmt.Fprintf(&b, "- functions wait %.0f ms per cloud store request and compute %.0f ms; the ensemble is %d VMs; the mix %.0f%% reads\n\n",
-		r.Config.StoreRequestSeconds*1000, r.Config.ComputeSeconds*1000, r.Config.Ensemble, r.Config.ReadFraction*100)
-	b.WriteString("USD per million operations; \"server\" is this increment (reads from a server's replica, writes the measured store requests), " +
-		"\"serverless\" adds what FaaSKeeper's path needs (a read from storage; a queue message and a writer invocation per write; a message and a distributor invocation per notification):\n\n")
-	b.WriteString("| cloud | reads, server | reads, serverless | writes, server | writes, serverless | watch notifications | ensemble $/month | break-even requests/day |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	sk := r.Serverless
+	fmt.Fprintf(&b, "- store requests per operation measured (bench coord started %s) on %s: read %s, write %s reads + %s writes, a watch notification %s more; "+
+		"on %s: read %s, write %s reads + %s writes, a watch notification %s more\n",
+		k.Source, r.Target, num(k.ReadRequests), num(k.WriteReads), num(k.WriteWrites), num(k.WatchExtra),
+		r.ServerlessTarget, num(sk.ReadRequests), num(sk.WriteReads), num(sk.WriteWrites), num(sk.WatchExtra))
+	fmt.Fprintf(&b, "- functions wait %.0f ms per cloud store request and compute %.0f ms; the ensemble is %d VMs; the mix %.0f%% reads; "+
+		"%d proxies ticking every %.1f s; the heartbeat every %.0f min\n\n",
+		r.Config.StoreRequestSeconds*1000, r.Config.ComputeSeconds*1000, r.Config.Ensemble, r.Config.ReadFraction*100,
+		r.Config.Proxies, r.Config.ProxyTickSeconds, r.Config.HeartbeatEveryMinutes)
+	b.WriteString("USD per million operations; \"server\" counts a server's store requests only (its VM is extra), \"serverless\" the serverless path's: " +
+		"the measured requests of proxy and writer, a wake-up message and a writer invocation per write; reads and notifications come from the proxy's replica. " +
+		"The serverless path's fixed cost per month is its heartbeat and its proxies' idle ticks:\n\n")
+	b.WriteString("| cloud | reads, server | reads, serverless | writes, server | writes, serverless | watch notifications | serverless fixed $/month | ensemble $/month | break-even requests/day |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range r.Clouds {
-		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %s |\n", c.Prices.Cloud, c.ReadsServer, c.Reads, c.WritesServer, c.Writes, c.Watches, c.EnsembleMonthly, millions(c.BreakEvenPerDay))
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %s |\n", c.Prices.Cloud, c.ReadsServer, c.Reads, c.WritesServer, c.Writes, c.Watches,
+			c.FixedMonthly, c.EnsembleMonthly, millions(c.BreakEvenPerDay))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -214,7 +259,7 @@ func (r *CostReport) WritePlot(path string) error {
 		var serverless, ensemble plotter.XYs
 		for e := 3.0; e <= 9.0001; e += 0.125 {
 			perDay := math.Pow(10, e)
-			serverless = append(serverless, plotter.XY{X: perDay, Y: c.Prices.FixedMonthly + 30*perDay*c.perRequest(r.Config.ReadFraction)})
+			serverless = append(serverless, plotter.XY{X: perDay, Y: c.FixedMonthly + 30*perDay*c.perRequest(r.Config.ReadFraction)})
 			ensemble = append(ensemble, plotter.XY{X: perDay, Y: c.EnsembleMonthly})
 		}
 		for _, l := range []struct {

@@ -215,3 +215,58 @@ func TestDecideRetriedAfterACrashAppliesOnce(t *testing.T) {
 type wakerFunc func(ctx context.Context, session int64) error
 
 func (f wakerFunc) Wake(ctx context.Context, session int64) error { return f(ctx, session) }
+
+// A session that expires while its request waits in the queue: the request never applies,
+// whichever writer sees it and whenever, the proxy answers SessionExpired, and nothing of the
+// session is left in the table.
+func TestSessionExpiresWithARequestQueued(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
+		ctx := context.Background()
+		cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: -1, SnapshotEvery: -1}
+		writer, err := New(ctx, open(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer writer.Close()
+		expireFirst := false
+		pcfg := cfg
+		pcfg.Tick, pcfg.DecideTimeout = time.Hour, 5*time.Second
+		pcfg.Waker = wakerFunc(func(ctx context.Context, session int64) error {
+			if expireFirst {
+				// The expirer (here: a close) wins the race with the request's wake-up.
+				if err := writer.CloseSession(ctx, session); err != nil {
+					return err
+				}
+			}
+			go writer.Decide(context.Background(), session) // late, and again below
+			return nil
+		})
+		p, err := New(ctx, open(), pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		c := newSession(t, p, time.Hour)
+		mustCreate(t, p, c, "/q", "", Persistent)
+		expireFirst = true
+		_, _, err = p.Write(ctx, c, createOp("/q/late", Persistent))
+		wantCode(t, err, SessionExpired)
+		if err := writer.Decide(ctx, c.Session); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		p.View(func(v View) { kids, _, _ = v.Children(Caller{}, "/q", false) })
+		if len(kids) != 0 {
+			t.Fatalf("the expired session's request applied: %v", kids)
+		}
+		tbl := open()
+		for _, partition := range []string{requestPartition(c.Session), sessionPartition} {
+			if rows, err := tbl.Scan(ctx, partition, store.ScanOptions{}); err != nil || len(rows) != 0 {
+				t.Fatalf("%s after the expiry: %d rows (%v), want none", partition, len(rows), err)
+			}
+		}
+	})
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -30,12 +32,38 @@ type Waker interface {
 var errProxy = errors.New("coord: this Service is a proxy (Config.Waker): writers decide its requests")
 
 const (
-	requestPrefix    = "zk/req/"    // + the session's hex id: one row per stored request
-	requestParts     = "zk/reqpart" // a request too large for one row, in parts
-	openRequest      = "open"       // the sort key of a session's open request
-	awaitFirstPoll   = 2 * time.Millisecond
+	requestPrefix = "zk/req/"    // + the session's hex id: one row per stored request
+	requestParts  = "zk/reqpart" // a request too large for one row, in parts
+	openRequest   = "open"       // the sort key of a session's open request
+	// A proxy waiting for a decision reads the log's tail first after about the time recent
+	// decisions took (awaitGuess, learned: a fraction of a millisecond with a local queue, tens
+	// of milliseconds with a cloud's), then at a tenth of it, doubling up to awaitLongestPoll:
+	// few reads per write on any queue, and little added latency.
+	awaitFirstGuess  = 2 * time.Millisecond
+	awaitShortest    = 50 * time.Microsecond
 	awaitLongestPoll = 100 * time.Millisecond
 )
+
+// awaitGuess is a running estimate of how long decisions take to appear. A decision found at
+// the first read only says it took less than that wait (which a timer overshoots), so the guess
+// shrinks by a quarter; one found later moves it an eighth of the way to the time it took.
+type awaitGuess struct{ ns atomic.Int64 }
+
+func (g *awaitGuess) get() time.Duration {
+	if d := time.Duration(g.ns.Load()); d > 0 {
+		return d
+	}
+	return awaitFirstGuess
+}
+
+func (g *awaitGuess) observe(d time.Duration, firstRead bool) {
+	old := g.get()
+	if firstRead {
+		g.ns.Store(int64(max(old-old/4, awaitShortest)))
+		return
+	}
+	g.ns.Store(int64(old - old/8 + d/8))
+}
 
 func requestPartition(session int64) string {
 	return fmt.Sprintf("%s%016x", requestPrefix, uint64(session))
@@ -65,19 +93,28 @@ func (s *Service) propose(ctx context.Context, c Caller, ops []Op) (Outcome, err
 	if err != nil {
 		return Outcome{}, err
 	}
+	var st ProposeStages
 	for {
+		st.Attempts++
+		mark := time.Now()
 		seq, err := s.storeRequest(ctx, c.Session, enc, id)
 		if err != nil {
 			return Outcome{}, err
 		}
+		st.Store, mark = time.Since(mark), time.Now()
 		if err := s.cfg.Waker.Wake(ctx, c.Session); err != nil {
 			return Outcome{}, fmt.Errorf("coord: waking a writer for request %d of session %#x: %w", seq, c.Session, err)
 		}
+		st.Wake, mark = time.Since(mark), time.Now()
 		out, err := s.await(ctx, c.Session, seq)
 		if err != nil {
 			return Outcome{}, err
 		}
+		st.Await = time.Since(mark)
 		if out.Request == id {
+			if s.cfg.OnPropose != nil {
+				s.cfg.OnPropose(st)
+			}
 			return out, nil
 		}
 		// Another request of the session took this number (this proxy's view of the session
@@ -168,61 +205,60 @@ func (s *Service) lastStored(ctx context.Context, session int64) (int64, error) 
 
 // await tails the log until the session's request seq is decided and returns its outcome.
 func (s *Service) await(ctx context.Context, session, seq int64) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecideTimeout)
-	defer cancel()
-	poll := awaitFirstPoll
-	for {
-		if err := s.catchUp(ctx, 0); err != nil {
-			return Outcome{}, err
-		}
+	var out Outcome
+	err := s.awaitLog(ctx, fmt.Sprintf("request %d of session %#x", seq, session), func() (bool, error) {
 		s.mu.RLock()
+		defer s.mu.RUnlock()
 		sess := s.t.sessions[session]
-		var out Outcome
-		var decided bool
-		if sess != nil && sess.seq >= seq {
-			out, decided = sess.outcomes[seq]
-		}
-		s.mu.RUnlock()
 		switch {
 		case sess == nil:
-			return Outcome{}, errf(SessionExpired, "", "session %#x", session)
-		case decided:
-			return out, nil
-		case sess.seq >= seq:
-			return Outcome{}, fmt.Errorf("coord: request %d of session %#x was decided before the last %d the session keeps", seq, session, keptOutcomes)
+			return false, errf(SessionExpired, "", "session %#x", session)
+		case sess.seq < seq:
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return Outcome{}, fmt.Errorf("coord: request %d of session %#x not decided within %v (is a writer consuming the queue?): %w",
-				seq, session, s.cfg.DecideTimeout, ctx.Err())
-		case <-time.After(poll):
+		var kept bool
+		if out, kept = sess.outcomes[seq]; !kept {
+			return false, fmt.Errorf("coord: request %d of session %#x was decided before the last %d the session keeps", seq, session, keptOutcomes)
 		}
-		poll = min(2*poll, awaitLongestPoll)
-	}
+		return true, nil
+	})
+	return out, err
 }
 
 // awaitSession tails the log until the session is open (want true) or closed (want false).
 func (s *Service) awaitSession(ctx context.Context, session int64, want bool) error {
+	what := fmt.Sprintf("the %s of session %#x", map[bool]string{true: "open", false: "close"}[want], session)
+	return s.awaitLog(ctx, what, func() (bool, error) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return (s.t.sessions[session] != nil) == want, nil
+	})
+}
+
+// awaitLog reads the log's tail on the learned schedule (awaitGuess) until decided says the
+// awaited decision is in the replica, or fails, or DecideTimeout passes.
+func (s *Service) awaitLog(ctx context.Context, what string, decided func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DecideTimeout)
 	defer cancel()
-	poll := awaitFirstPoll
-	for {
+	start, guess := time.Now(), s.awaitGuess.get()
+	wait, poll := max(guess*4/5, awaitShortest), max(guess/10, awaitShortest)
+	for reads := 1; ; reads++ {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("coord: %s not decided within %v (is a writer consuming the queue?): %w", what, s.cfg.DecideTimeout, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait, poll = poll, min(2*poll, awaitLongestPoll)
 		if err := s.catchUp(ctx, 0); err != nil {
 			return err
 		}
-		s.mu.RLock()
-		open := s.t.sessions[session] != nil
-		s.mu.RUnlock()
-		if open == want {
-			return nil
+		done, err := decided()
+		if done {
+			s.awaitGuess.observe(time.Since(start), reads == 1)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("coord: session %#x not %s within %v (is a writer consuming the queue?): %w",
-				session, map[bool]string{true: "opened", false: "closed"}[want], s.cfg.DecideTimeout, ctx.Err())
-		case <-time.After(poll):
+		if done || err != nil {
+			return err
 		}
-		poll = min(2*poll, awaitLongestPoll)
 	}
 }
 
@@ -233,6 +269,19 @@ func (s *Service) Decide(ctx context.Context, session int64) error {
 	if s.cfg.Waker != nil {
 		return errProxy
 	}
+	rows, err := s.tbl.Scan(ctx, requestPartition(session), store.ScanOptions{})
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	open := s.t.sessions[session] != nil
+	s.mu.RUnlock()
+	if open && slices.ContainsFunc(rows, func(r store.Row) bool { return r.Key.Sort != openRequest }) {
+		// The common wake-up: requests of a session this replica knows open. Submit reads the
+		// log's tail itself and tells a session closed since; a fenced session's close is the
+		// expirer's, which wakes a writer again while the fence stands.
+		return s.decideStored(ctx, session, rows)
+	}
 	if err := s.catchUp(ctx, 0); err != nil {
 		return err
 	}
@@ -241,7 +290,7 @@ func (s *Service) Decide(ctx context.Context, session int64) error {
 		return err
 	}
 	s.mu.RLock()
-	open := s.t.sessions[session] != nil
+	open = s.t.sessions[session] != nil
 	s.mu.RUnlock()
 	switch {
 	case open && !alive:
@@ -251,10 +300,11 @@ func (s *Service) Decide(ctx context.Context, session int64) error {
 	case !open && !alive:
 		return s.dropRequests(ctx, session) // closed, or never opened
 	case !open:
-		a, ok, err := s.tbl.Get(ctx, store.Key{Partition: requestPartition(session), Sort: openRequest})
-		if err != nil || !ok {
-			return err // its proxy writes the heartbeat row, then the open request
+		i := slices.IndexFunc(rows, func(r store.Row) bool { return r.Key.Sort == openRequest })
+		if i < 0 {
+			return nil // its proxy writes the heartbeat row, then the open request
 		}
+		a := rows[i].Attrs
 		passwd, _ := a["p"].([]byte)
 		to, _ := a["t"].(int64)
 		_, _, _, err = s.write(ctx, &txn{Session: session, Open: &openTxn{Passwd: passwd, TimeoutMs: int32(to)}})
@@ -263,10 +313,11 @@ func (s *Service) Decide(ctx context.Context, session int64) error {
 			return err
 		}
 	}
-	rows, err := s.tbl.Scan(ctx, requestPartition(session), store.ScanOptions{})
-	if err != nil {
-		return err
-	}
+	return s.decideStored(ctx, session, rows)
+}
+
+// decideStored decides the stored requests rows of an open session, in number order.
+func (s *Service) decideStored(ctx context.Context, session int64, rows []store.Row) error {
 	for _, row := range rows {
 		seq, err := strconv.ParseInt(row.Key.Sort, 10, 64)
 		if err != nil {

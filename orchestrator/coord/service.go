@@ -72,6 +72,23 @@ type Config struct {
 	// DecideTimeout bounds how long a proxy waits for a writer's decision before the request's
 	// outcome is reported unknown (30 s).
 	DecideTimeout time.Duration
+	// OnPropose, when set on a proxy, is called with the time each decided write spent in each
+	// stage of the serverless write path (benchmarks; nil costs nothing).
+	OnPropose func(ProposeStages)
+}
+
+// ProposeStages is where one write through a proxy spent its time (the last attempt's stages
+// when another request took its number first; Attempts counts them).
+type ProposeStages struct {
+	// Store is the conditional create of the request's row (after a scan for the session's
+	// last number when the proxy did not know it).
+	Store time.Duration
+	// Wake is the queue send that wakes a writer.
+	Wake time.Duration
+	// Await is from the wake-up to the decision in the proxy's replica: the queue's delivery,
+	// the writer's decision, and the proxy's reads of the log's tail until it sees it.
+	Await    time.Duration
+	Attempts int
 }
 
 // WriteStages is where one logged transaction's write spent its time, stage by stage (the
@@ -151,9 +168,10 @@ type Service struct {
 	touchMu sync.Mutex
 	touched map[int64]time.Time // when this Service last refreshed a session's heartbeat row
 
-	reqMu   sync.Mutex // a proxy stores one request at a time
-	seqMu   sync.Mutex
-	nextSeq map[int64]int64 // a proxy's next request number per session, while it knows it
+	reqMu      sync.Mutex // a proxy stores one request at a time
+	seqMu      sync.Mutex
+	nextSeq    map[int64]int64 // a proxy's next request number per session, while it knows it
+	awaitGuess awaitGuess      // how long a proxy's requests take to be decided
 
 	stop chan struct{}
 	done chan struct{}

@@ -77,6 +77,18 @@ var rules = []rule{
 		denies:  func(_, imp string) bool { return true },
 	},
 	{
+		name: "the SSF hosts (host, lambdahost, httphost) import nothing of the coordination service, and its functions' package (coordhost) no platform host: only their binaries (coordhost/lambda, coordhost/http) join the two, so an SSF's binary never links the object-store SDKs",
+		applies: func(pkg string) bool {
+			return pkg == "adapters/host" || pkg == "adapters/host/lambdahost" || pkg == "adapters/host/httphost" || pkg == "adapters/host/coordhost"
+		},
+		denies: func(pkg, imp string) bool {
+			if pkg == "adapters/host/coordhost" {
+				return imp == "adapters/host/lambdahost" || imp == "adapters/host/httphost"
+			}
+			return imp == "adapters/host/coordhost" || imp == "internal/coordblob" || imp == "orchestrator/coord"
+		},
+	},
+	{
 		name:    "examples import no internal package: they are what users write",
 		applies: func(pkg string) bool { return strings.HasPrefix(pkg, "examples/") },
 		denies:  func(_, imp string) bool { return strings.HasPrefix(imp, "internal/") },
@@ -157,6 +169,9 @@ func TestImportRulesBite(t *testing.T) {
 		{"orchestrator/coord", "orchestrator/ssf"},
 		{"orchestrator/coord", "internal/coordblob"},
 		{"internal/coordblob", "orchestrator/coord"},
+		{"adapters/host/lambdahost", "adapters/host/coordhost"},
+		{"adapters/host/httphost", "internal/coordblob"},
+		{"adapters/host/coordhost", "adapters/host/httphost"},
 	} {
 		broken := 0
 		for _, r := range rules {

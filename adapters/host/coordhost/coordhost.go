@@ -120,15 +120,23 @@ type wake struct {
 // A message that names no session is poison; a failure is retried by the queue (Decide is safe
 // to run again, and concurrently).
 func (f *Function) HandleMessage(ctx context.Context, m *queue.Message) error {
-	var w wake
-	id, err := uint64(0), json.Unmarshal(m.Body, &w)
-	if err == nil {
-		id, err = strconv.ParseUint(w.Session, 16, 63)
+	return Writer(f.Service)(ctx, m)
+}
+
+// Writer is the writer's queue handler for a Service: it decides the stored requests of the
+// session each message names.
+func Writer(svc *coord.Service) queue.Handler {
+	return func(ctx context.Context, m *queue.Message) error {
+		var w wake
+		id, err := uint64(0), json.Unmarshal(m.Body, &w)
+		if err == nil {
+			id, err = strconv.ParseUint(w.Session, 16, 63)
+		}
+		if err != nil || id == 0 {
+			return queue.Poison(fmt.Errorf("coordhost: the message %q does not name a session (want {\"session\":\"<hex id>\"}): %v", m.Body, err))
+		}
+		return svc.Decide(ctx, int64(id))
 	}
-	if err != nil || id == 0 {
-		return queue.Poison(fmt.Errorf("coordhost: the message %q does not name a session (want {\"session\":\"<hex id>\"}): %v", m.Body, err))
-	}
-	return f.Service.Decide(ctx, int64(id))
 }
 
 // HeartbeatReport is what one heartbeat pass did, the function's result.
