@@ -111,7 +111,8 @@ deny contains msg if {
 }
 
 # The client writes the table only where a condition confines it to the partitions of sessions
-# and requests (DynamoDB's dynamodb:LeadingKeys, every key of the request: ForAllValues).
+# and requests (DynamoDB's dynamodb:LeadingKeys, every key of the request: ForAllValues):
+# zk/session, zk/req/<session> and zk/reqpart (a request too large for one row, in parts).
 deny contains msg if {
 	some p in identities
 	p.kind == "client"
@@ -120,10 +121,10 @@ deny contains msg if {
 	some action in lib.as_list(object.get(s, "Action", []))
 	lower(action) in table_write
 	not leading_keys_confined(s)
-	msg := sprintf("%s: the client identity of coordination service %s may %s on any partition; confine it with ForAllValues:StringLike on dynamodb:LeadingKeys to zk/session and zk/req/*", [p.address, p.owner, action])
+	msg := sprintf("%s: the client identity of coordination service %s may %s on any partition; confine it with ForAllValues:StringLike on dynamodb:LeadingKeys to zk/session, zk/req/* and zk/reqpart", [p.address, p.owner, action])
 }
 
-client_partitions := {"zk/session", "zk/req/*"}
+client_partitions := {"zk/session", "zk/req/*", "zk/reqpart"}
 
 leading_keys_confined(s) if {
 	c := object.get(s, "Condition", {})

@@ -28,7 +28,7 @@ leading_keys(keys) := {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": keys}
 
 client_statements := [
 	allow(["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DescribeTable"], table),
-	object.union(allow(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"], table), {"Condition": leading_keys(["zk/session", "zk/req/*"])}),
+	object.union(allow(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"], table), {"Condition": leading_keys(["zk/session", "zk/req/*", "zk/reqpart"])}),
 	allow(["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"], queue),
 	allow("s3:GetObject", concat("", [bucket, "/*"])),
 	allow("s3:ListBucket", bucket),

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -185,6 +186,11 @@ func testCoordinationOnMoto(t *testing.T, tf *tftest.Terraform, modules, moto st
 	}
 	if p := motoCall(t, moto, "iam", "POST", "/", "", "Action=GetPolicy&Version=2010-05-08&PolicyArn=arn:aws:iam::123456789012:policy/coord-zk-coord-client"); !strings.Contains(p, "coord-zk-coord-client") {
 		t.Errorf("the client policy: %s", p)
+	}
+	// Its document: the table written only in the sessions' and requests' partitions.
+	doc := motoCall(t, moto, "iam", "POST", "/", "", "Action=GetPolicyVersion&Version=2010-05-08&VersionId=v1&PolicyArn=arn:aws:iam::123456789012:policy/coord-zk-coord-client")
+	if decoded, err := url.QueryUnescape(doc); err != nil || !strings.Contains(decoded, `"dynamodb:LeadingKeys"`) || !strings.Contains(decoded, `"zk/req/*"`) || strings.Contains(decoded, "logs:") {
+		t.Errorf("the client policy's document (%v): %s", err, decoded)
 	}
 	held, err := testservers.MotoResidue(moto, "coord")
 	if err != nil {

@@ -200,15 +200,16 @@ locals {
       { sid = "BucketList", actions = ["s3:ListBucket"], resources = [local.bucket_arn], condition = [] },
       { sid = "OwnLogs", actions = ["logs:CreateLogStream", "logs:PutLogEvents"], resources = [local.log_group_arns.heartbeat], condition = [] },
     ], local.key_statement)
-    # The proxy reads the table, writes only its sessions' heartbeats (zk/session) and its
-    # requests (zk/req/...), sends requests to the queue, and reads large entries. No logs.
+    # The proxy reads the table, writes only its sessions' heartbeats (zk/session), its requests
+    # (zk/req/<session>) and the parts of requests too large for one row (zk/reqpart), sends
+    # requests to the queue, and reads large entries. No logs.
     client = concat([
       { sid = "ReadTable", actions = local.table_read, resources = [local.table_arn], condition = [] },
       {
         sid       = "WriteSessionsAndRequests"
         actions   = local.table_write
         resources = [local.table_arn]
-        condition = [{ test = "ForAllValues:StringLike", variable = "dynamodb:LeadingKeys", values = ["zk/session", "zk/req/*"] }]
+        condition = [{ test = "ForAllValues:StringLike", variable = "dynamodb:LeadingKeys", values = ["zk/session", "zk/req/*", "zk/reqpart"] }]
       },
       { sid = "SendRequests", actions = ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"], resources = [local.queue_arn], condition = [] },
       { sid = "ReadObjects", actions = ["s3:GetObject"], resources = ["${local.bucket_arn}/*"], condition = [] },
