@@ -61,6 +61,19 @@ type Config struct {
 	Region      string         `json:"region,omitempty"`
 	Dir         string         `json:"terraform_dir,omitempty"` // the root module it came from
 	SSFs        map[string]SSF `json:"ssfs"`
+	// Coordination holds the coordination services the root module deploys
+	// (modules/<cloud>/coordination), by name: each one's coord_config output.
+	Coordination map[string]Coordination `json:"coordination,omitempty"`
+}
+
+// Coordination is one coordination service's entry: the coordination module's coord_config
+// output, what `ssfkit coord proxy` needs.
+type Coordination struct {
+	Environment     string `json:"environment"`
+	Store           string `json:"store"`
+	Queue           string `json:"queue"`
+	Blobs           string `json:"blobs"`
+	DeadLetterQueue string `json:"dead_letter_queue,omitempty"`
 }
 
 // SSF is one SSF's entry: the ssf module's ssfkit_config output.
@@ -79,8 +92,20 @@ type SSF struct {
 // Validate checks what the runtime will open: every SSF has a name, and store and queue URLs
 // a driver could open.
 func (c *Config) Validate() error {
-	if len(c.SSFs) == 0 {
-		return errors.New("the config names no SSF")
+	if len(c.SSFs) == 0 && len(c.Coordination) == 0 {
+		return errors.New("the config names no SSF and no coordination service")
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.Coordination)) {
+		s := c.Coordination[key]
+		if _, err := store.ParseURL(s.Store); err != nil {
+			return fmt.Errorf("coordination %s: store: %w", key, err)
+		}
+		if _, err := queue.ParseURL(s.Queue); err != nil {
+			return fmt.Errorf("coordination %s: queue: %w", key, err)
+		}
+		if u, err := url.Parse(s.Blobs); err != nil || u.Scheme == "" {
+			return fmt.Errorf("coordination %s: blobs %q is not a bucket URL", key, s.Blobs)
+		}
 	}
 	owners := map[string]string{} // table identity -> SSF
 	for _, key := range slices.Sorted(maps.Keys(c.SSFs)) {
@@ -664,6 +689,20 @@ func (s *session) readConfig(ctx context.Context) (*Config, error) {
 				s.DeadLetterQueue = withEndpoint(s.DeadLetterQueue, o.Endpoint)
 			}
 			cfg.SSFs[name] = s
+		}
+		for name, c := range cfg.Coordination {
+			c.Store, c.Queue = withEndpoint(c.Store, o.Endpoint), withEndpoint(c.Queue, o.Endpoint)
+			if strings.HasPrefix(c.Store, "dynamodb:") {
+				c.Store += "&serialize=true"
+			}
+			if c.DeadLetterQueue != "" {
+				c.DeadLetterQueue = withEndpoint(c.DeadLetterQueue, o.Endpoint)
+			}
+			if strings.HasPrefix(c.Blobs, "s3:") {
+				// gocloud.dev's S3 driver: an S3-compatible server by path-style requests.
+				c.Blobs = withEndpoint(c.Blobs, o.Endpoint) + "&use_path_style=true"
+			}
+			cfg.Coordination[name] = c
 		}
 	}
 	if err := cfg.Validate(); err != nil {

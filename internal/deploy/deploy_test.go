@@ -21,9 +21,19 @@ func TestConfigRoundTripAndRefusals(t *testing.T) {
 	if err != nil || got.SSFs["teller"] != good.SSFs["teller"] {
 		t.Fatalf("%+v %v", got, err)
 	}
+	// A config of a coordination service alone (modules/<cloud>/examples/coordination).
+	coord := &Config{Cloud: "aws", Environment: "zk", SSFs: map[string]SSF{}, Coordination: map[string]Coordination{
+		"zk": {Environment: "zk", Store: "dynamodb://zk-zk-coord?region=us-east-1", Queue: "sqs://zk-zk-coord?region=us-east-1", Blobs: "s3://zk-zk-coord-123456789012?region=us-east-1"},
+	}}
+	if err := coord.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(path); err != nil || got.Coordination["zk"] != coord.Coordination["zk"] {
+		t.Fatalf("%+v %v", got, err)
+	}
 	for name, c := range map[string]struct{ json, want string }{
 		"unknown field":      {`{"cloud":"aws","ssfs":{},"extra":1}`, `unknown field "extra"`},
-		"no SSF":             {`{"cloud":"aws","ssfs":{}}`, "names no SSF"},
+		"no SSF":             {`{"cloud":"aws","ssfs":{}}`, "names no SSF and no coordination service"},
 		"name mismatch":      {`{"ssfs":{"a":{"name":"b","store":"mem://a","queue":"mem://a"}}}`, `SSF "a": its name is "b"`},
 		"bad store":          {`{"ssfs":{"a":{"name":"a","store":"dynamodb","queue":"mem://a"}}}`, "SSF a: store"},
 		"bad queue":          {`{"ssfs":{"a":{"name":"a","store":"mem://a","queue":"sqs ://x"}}}`, "SSF a: queue"},
@@ -32,6 +42,9 @@ func TestConfigRoundTripAndRefusals(t *testing.T) {
 			"relaunch_delay_seconds (30) must be at least lifetime_seconds (60)"},
 		"two SSFs on one table": {`{"ssfs":{"a":{"name":"a","store":"dynamodb://t?region=us-east-1","queue":"mem://a"},"b":{"name":"b","store":"dynamodb://t?region=us-east-1&endpoint=http%3A%2F%2F127.0.0.1%3A5000","queue":"mem://b"}}}`,
 			"SSFs a and b are on one table"},
+		"coordination, bad store": {`{"ssfs":{},"coordination":{"zk":{"environment":"e","store":"dynamodb","queue":"mem://q","blobs":"mem://"}}}`, "coordination zk: store"},
+		"coordination, bad queue": {`{"ssfs":{},"coordination":{"zk":{"environment":"e","store":"mem://t","queue":"sqs ://x","blobs":"mem://"}}}`, "coordination zk: queue"},
+		"coordination, no blobs":  {`{"ssfs":{},"coordination":{"zk":{"environment":"e","store":"mem://t","queue":"mem://q"}}}`, `coordination zk: blobs "" is not a bucket URL`},
 		"two SSFs on one SQLite table": {`{"ssfs":{"a":{"name":"a","store":"sqlite:///x.db?table=t","queue":"mem://a"},"b":{"name":"b","store":"sqlite:///x.db?table=t","queue":"mem://b"}}}`,
 			"SSFs a and b are on one table"},
 	} {

@@ -13,11 +13,12 @@ grants_access(t) if regex.match(`(^aws_iam_|_iam_|_policy($|_)|_permission|_role
 # The access-granting types these policies read, each checked below or in sovereignty and
 # public. (A Lambda function's role is checked here too, but a function grants nothing itself.)
 known_types := {
-	"aws_iam_role", "aws_iam_role_policy", "aws_kms_key", "aws_sqs_queue_policy",
+	"aws_iam_role", "aws_iam_role_policy", "aws_iam_policy", "aws_kms_key", "aws_sqs_queue_policy",
+	"aws_s3_bucket_public_access_block",
 	"azurerm_role_assignment", "azurerm_role_definition",
 	"google_project_iam_member", "google_bigtable_table_iam_member", "google_pubsub_topic_iam_member",
 	"google_pubsub_subscription_iam_member", "google_cloud_run_v2_service_iam_member",
-	"google_service_account_iam_member", "google_kms_crypto_key_iam_member",
+	"google_service_account_iam_member", "google_kms_crypto_key_iam_member", "google_storage_bucket_iam_member",
 }
 
 deny contains msg if {
@@ -48,6 +49,8 @@ unknown_at(r, path) if {
 security_attributes := {
 	"aws_iam_role": ["name", "assume_role_policy", "inline_policy", "managed_policy_arns"],
 	"aws_iam_role_policy": ["role", "policy"],
+	"aws_iam_policy": ["name", "policy"],
+	"aws_s3_bucket_public_access_block": ["bucket", "block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets"],
 	"aws_kms_key": ["policy"],
 	"aws_sqs_queue": ["policy"],
 	"aws_sqs_queue_policy": ["policy"],
@@ -61,6 +64,7 @@ security_attributes := {
 	"google_cloud_run_v2_service_iam_member": ["role", "member"],
 	"google_service_account_iam_member": ["role", "member"],
 	"google_kms_crypto_key_iam_member": ["role", "member"],
+	"google_storage_bucket_iam_member": ["role", "member", "bucket"],
 }
 
 # Attributes the provider computes from other resources when the configuration leaves them
@@ -83,18 +87,29 @@ reflected_unset(r, attr) if {
 
 # AWS. The roles a plan may hold are the ssf module's: an SSF's (<environment>-<ssf>-ssf), which
 # only Lambda may assume, and its collectors' scheduler role (<environment>-<ssf>-collectors),
-# which only EventBridge Scheduler may assume.
+# which only EventBridge Scheduler may assume; and the coordination module's: its writer's and
+# heartbeat's (<environment>-<name>-coord-writer, -coord-heartbeat, named as their functions),
+# which only Lambda may assume, and its scheduler's (-coord-scheduler), EventBridge Scheduler's.
 role_kind(name) := "ssf" if endswith(name, "-ssf")
 
 role_kind(name) := "collectors" if endswith(name, "-collectors")
 
-trusted_service := {"ssf": "lambda.amazonaws.com", "collectors": "scheduler.amazonaws.com"}
+role_kind(name) := "coord-writer" if endswith(name, "-coord-writer")
+
+role_kind(name) := "coord-heartbeat" if endswith(name, "-coord-heartbeat")
+
+role_kind(name) := "coord-scheduler" if endswith(name, "-coord-scheduler")
+
+trusted_service := {
+	"ssf": "lambda.amazonaws.com", "collectors": "scheduler.amazonaws.com",
+	"coord-writer": "lambda.amazonaws.com", "coord-heartbeat": "lambda.amazonaws.com", "coord-scheduler": "scheduler.amazonaws.com",
+}
 
 deny contains msg if {
 	some r in lib.resources_of("aws_iam_role")
 	is_string(r.values.name)
 	not role_kind(r.values.name)
-	msg := sprintf("%s: role %s is not an ssfkit role (<environment>-<ssf>-ssf or -collectors); the policies cannot tell what it may reach, so an ssfkit plan holds no other role", [r.address, r.values.name])
+	msg := sprintf("%s: role %s is not an ssfkit role (<environment>-<ssf>-ssf or -collectors, <environment>-<name>-coord-writer, -coord-heartbeat or -coord-scheduler); the policies cannot tell what it may reach, so an ssfkit plan holds no other role", [r.address, r.values.name])
 }
 
 deny contains msg if {
@@ -142,7 +157,22 @@ deny contains msg if {
 	msg := sprintf("%s: role %s may only invoke %s's intent and garbage collectors; a statement grants %v on %v", [r.address, r.values.role, trim_suffix(r.values.role, "-collectors"), object.get(s, "Action", object.get(s, "NotAction", "?")), object.get(s, "Resource", object.get(s, "NotResource", "?"))])
 }
 
-collectors_statement(s, owner) if {
+# A coordination service's scheduler role may invoke its heartbeat function and nothing else.
+deny contains msg if {
+	some r in lib.resources_of("aws_iam_role_policy")
+	role_kind(r.values.role) == "coord-scheduler"
+	is_string(r.values.policy)
+	some s in lib.as_list(json.unmarshal(r.values.policy).Statement)
+	s.Effect == "Allow"
+	heartbeat := concat("", [trim_suffix(r.values.role, "-scheduler"), "-heartbeat"])
+	not invokes_only(s, {heartbeat})
+	msg := sprintf("%s: role %s may only invoke %s; a statement grants %v on %v", [r.address, r.values.role, heartbeat, object.get(s, "Action", object.get(s, "NotAction", "?")), object.get(s, "Resource", object.get(s, "NotResource", "?"))])
+}
+
+collectors_statement(s, owner) if invokes_only(s, {concat("", [owner, "-intent-collector"]), concat("", [owner, "-garbage-collector"])})
+
+# lambda:InvokeFunction on the named functions, by plain ARN, and nothing else.
+invokes_only(s, functions) if {
 	object.get(s, "NotAction", null) == null
 	object.get(s, "NotResource", null) == null
 	object.get(s, "NotPrincipal", null) == null
@@ -151,8 +181,24 @@ collectors_statement(s, owner) if {
 	}
 	every res in lib.as_list(s.Resource) {
 		regex.match(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]+:function:[A-Za-z0-9_-]+$`, res)
-		split(res, ":function:")[1] in {concat("", [owner, "-intent-collector"]), concat("", [owner, "-garbage-collector"])}
+		split(res, ":function:")[1] in functions
 	}
+}
+
+# Managed policies: only a coordination service's client policy (<environment>-<name>-coord-
+# client), whose statements ssfkit.coordination reads. Attaching it is the application's affair.
+deny contains msg if {
+	some r in lib.resources_of("aws_iam_policy")
+	not lib.unknown(r, ["name"])
+	not is_string(lib.value(r, ["name"]))
+	msg := sprintf("%s: a managed policy without a name the plan shows; an ssfkit plan holds only coordination client policies, by name", [r.address])
+}
+
+deny contains msg if {
+	some r in lib.resources_of("aws_iam_policy")
+	is_string(r.values.name)
+	not endswith(r.values.name, "-coord-client")
+	msg := sprintf("%s: managed policy %s is not an ssfkit policy (<environment>-<name>-coord-client, the coordination module's client policy); an ssfkit plan holds no other", [r.address, r.values.name])
 }
 
 # A function runs as the role of its SSF, and an SSF's role is held by its functions only.
@@ -214,6 +260,23 @@ gcp_roles := {
 	"google_cloud_run_v2_service_iam_member": {"roles/run.invoker"},
 	"google_service_account_iam_member": {"roles/iam.serviceAccountTokenCreator"},
 	"google_kms_crypto_key_iam_member": {"roles/cloudkms.cryptoKeyEncrypterDecrypter"},
+	"google_storage_bucket_iam_member": {"roles/storage.objectUser", "roles/storage.objectViewer"},
+}
+
+# A bucket grant is on a bucket of the plan that the same module instance creates (a
+# coordination service's own), named as the plan shows it.
+deny contains msg if {
+	some r in lib.resources_of("google_storage_bucket_iam_member")
+	not lib.unknown(r, ["bucket"])
+	not own_bucket(r)
+	msg := sprintf("%s: a grant on bucket %v, which no resource of its module in this plan creates; ssfkit grants only a coordination service's own bucket", [r.address, object.get(r.values, "bucket", "unset")])
+}
+
+own_bucket(r) if {
+	some b in lib.resources_of("google_storage_bucket")
+	b.module == r.module
+	is_string(r.values.bucket)
+	r.values.bucket == b.values.name
 }
 
 deny contains msg if {
@@ -244,7 +307,7 @@ deny contains msg if {
 # peer-invoker role, a custom role of the plan that allows reading a function app's host keys.
 azure_roles := {
 	"Storage Table Data Contributor", "Storage Queue Data Contributor", "Storage Queue Data Message Sender",
-	"Storage Blob Data Owner", "Storage Blob Data Contributor", "Key Vault Crypto Service Encryption User",
+	"Storage Blob Data Owner", "Storage Blob Data Contributor", "Storage Blob Data Reader", "Key Vault Crypto Service Encryption User",
 }
 
 deny contains msg if {

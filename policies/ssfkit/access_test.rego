@@ -150,3 +150,57 @@ test_reflected_attribute_needs_the_configuration if {
 	set_policy := {"root_module": {"resources": [{"address": "aws_sqs_queue.q", "expressions": {"policy": {"references": ["aws_iam_policy_document.x"]}}}]}}
 	count(access.deny) == 1 with input as object.union(plans.plan([q]), {"configuration": set_policy})
 }
+
+coord_role(name, service) := plans.create(sprintf("aws_iam_role.%s", [replace(name, "-", "_")]), "aws_iam_role", {"name": name, "assume_role_policy": trust(service)})
+
+test_coordination_roles_pass if {
+	count(access.deny) == 0 with input as plans.plan([
+		coord_role("bank-zk-coord-writer", "lambda.amazonaws.com"),
+		coord_role("bank-zk-coord-heartbeat", "lambda.amazonaws.com"),
+		coord_role("bank-zk-coord-scheduler", "scheduler.amazonaws.com"),
+	])
+}
+
+test_coordination_writer_assumable_by_scheduler_denied if {
+	count(access.deny) == 1 with input as plans.plan([coord_role("bank-zk-coord-writer", "scheduler.amazonaws.com")])
+}
+
+scheduler_policy(resource) := plans.create("aws_iam_role_policy.scheduler", "aws_iam_role_policy", {"role": "bank-zk-coord-scheduler", "policy": json.marshal({"Statement": [{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": resource}]})})
+
+test_coordination_scheduler_invoking_its_heartbeat_passes if {
+	count(access.deny) == 0 with input as plans.plan([coord_role("bank-zk-coord-scheduler", "scheduler.amazonaws.com"), scheduler_policy("arn:aws:lambda:us-east-1:1:function:bank-zk-coord-heartbeat")])
+}
+
+test_coordination_scheduler_invoking_the_writer_denied if {
+	count(access.deny) == 1 with input as plans.plan([coord_role("bank-zk-coord-scheduler", "scheduler.amazonaws.com"), scheduler_policy("arn:aws:lambda:us-east-1:1:function:bank-zk-coord-writer")])
+}
+
+managed(name) := plans.create("aws_iam_policy.p", "aws_iam_policy", {"name": name, "policy": "{}"})
+
+test_coordination_client_policy_passes if count(access.deny) == 0 with input as plans.plan([managed("bank-zk-coord-client")])
+
+test_other_managed_policy_denied if count(access.deny) == 1 with input as plans.plan([managed("bank-readers")])
+
+test_managed_policy_named_after_apply_denied if {
+	count(access.deny) == 1 with input as plans.plan([plans.unknown_after_apply(managed(null), ["name"])])
+}
+
+gcs_bucket(module) := plans.in_module(module, plans.create("google_storage_bucket.this", "google_storage_bucket", {"name": "bank-zk-coord-1234abcd"}))
+
+bucket_grant(module, bucket, role) := plans.in_module(module, plans.create("google_storage_bucket_iam_member.this", "google_storage_bucket_iam_member", {"bucket": bucket, "role": role, "member": "serviceAccount:bank-zk-cw-1234ab@p.iam.gserviceaccount.com"}))
+
+test_grant_on_the_modules_own_bucket_passes if {
+	count(access.deny) == 0 with input as plans.plan([gcs_bucket("module.coordination"), bucket_grant("module.coordination", "bank-zk-coord-1234abcd", "roles/storage.objectUser")])
+}
+
+test_grant_on_another_modules_bucket_denied if {
+	count(access.deny) == 1 with input as plans.plan([gcs_bucket("module.coordination"), bucket_grant("module.other", "bank-zk-coord-1234abcd", "roles/storage.objectViewer")])
+}
+
+test_grant_on_a_bucket_outside_the_plan_denied if {
+	count(access.deny) == 1 with input as plans.plan([bucket_grant("module.coordination", "exports", "roles/storage.objectViewer")])
+}
+
+test_bucket_admin_denied if {
+	count(access.deny) == 1 with input as plans.plan([gcs_bucket("module.coordination"), bucket_grant("module.coordination", "bank-zk-coord-1234abcd", "roles/storage.admin")])
+}

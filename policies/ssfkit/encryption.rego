@@ -55,6 +55,21 @@ deny contains msg if {
 	msg := sprintf("%s: min_tls_version is %v; TLS 1.2 or later is required", [r.address, r.values.min_tls_version])
 }
 
+# AWS: a bucket has an explicit default encryption of the plan (SSE-S3 or SSE-KMS).
+deny contains msg if {
+	some b in lib.resources_of("aws_s3_bucket")
+	not bucket_encrypted(b)
+	msg := sprintf("%s: no aws_s3_bucket_server_side_encryption_configuration of the plan sets bucket %v's default encryption (AES256 or aws:kms)", [b.address, object.get(b.values, "bucket", "?")])
+}
+
+bucket_encrypted(b) if {
+	some e in lib.resources_of("aws_s3_bucket_server_side_encryption_configuration")
+	lib.covers(e, b)
+	some rule in e.values.rule
+	some d in rule.apply_server_side_encryption_by_default
+	d.sse_algorithm in {"AES256", "aws:kms", "aws:kms:dsse"}
+}
+
 pitr_on(v) if {
 	some p in v.point_in_time_recovery
 	p.enabled == true

@@ -54,3 +54,15 @@ test_deleted_queue_not_checked if {
 	change := {"address": "aws_sqs_queue.old", "type": "aws_sqs_queue", "change": {"actions": ["delete"], "after": null, "after_unknown": {}}}
 	count(encryption.deny) == 0 with input as plans.plan([change])
 }
+
+s3_bucket := plans.create("aws_s3_bucket.b", "aws_s3_bucket", {"bucket": "bank-zk-coord-123456789012"})
+
+sse(algorithm) := plans.create("aws_s3_bucket_server_side_encryption_configuration.b", "aws_s3_bucket_server_side_encryption_configuration", {"bucket": "bank-zk-coord-123456789012", "rule": [{"apply_server_side_encryption_by_default": [{"sse_algorithm": algorithm}]}]})
+
+test_encrypted_bucket_passes if count(encryption.deny) == 0 with input as plans.plan([s3_bucket, sse("aws:kms")])
+
+test_bucket_without_encryption_denied if count(encryption.deny) == 1 with input as plans.plan([s3_bucket])
+
+test_bucket_encryption_unknown_denied if {
+	count(encryption.deny) == 1 with input as plans.plan([s3_bucket, plans.unknown_after_apply(sse(null), ["rule"])])
+}

@@ -1,7 +1,8 @@
 # The garbage collector's bound T must exceed the function timeout: an execution still running
 # after T could find its logs collected and repeat an effect (Beldi §5). Fail closed: an SSF
 # function (one that carries SSFKIT_* settings) whose T is unset, empty or not a whole number of
-# seconds, or whose timeout cannot be read, is denied too.
+# seconds, or whose timeout cannot be read, is denied too. A coordination service's functions
+# (SSFKIT_COORD_ROLE, no SSFKIT_SSF) keep no SSF's logs: they have no T.
 package ssfkit.gc_bound
 
 import data.ssfkit.lib
@@ -86,9 +87,14 @@ azure_timeout(t) := null if {
 	not regex.match(`^(\d+\.)?\d+:\d+:\d+$`, t)
 }
 
+# An SSF's function: it names its SSF, or carries SSFKIT_* settings without being a function of
+# a coordination service (SSFKIT_COORD_ROLE), which has no T (ssfkit.coordination checks those).
+ssf_settings(vars) if "SSFKIT_SSF" in object.keys(vars)
+
 ssf_settings(vars) if {
 	some k, _ in vars
 	startswith(k, "SSFKIT_")
+	not "SSFKIT_COORD_ROLE" in object.keys(vars)
 }
 
 gc_bound(f) := to_number(f.settings.SSFKIT_GC_BOUND_SECONDS) if {

@@ -69,3 +69,9 @@ test_defaults_below_the_bound_pass if {
 test_functions_without_ssfkit_settings_ignored if {
 	count(gc_bound.deny) == 0 with input as plans.plan([plans.create("aws_lambda_function.other", "aws_lambda_function", {"timeout": 900, "environment": [{"variables": {"X": "1"}}]})])
 }
+
+coordination_function(vars) := plans.plan([plans.create("aws_lambda_function.writer", "aws_lambda_function", {"timeout": 60, "environment": [{"variables": vars}]})])
+
+test_coordination_function_has_no_bound if count(gc_bound.deny) == 0 with input as coordination_function({"SSFKIT_COORD_ROLE": "writer", "SSFKIT_COORD_STORE": "dynamodb://t"})
+
+test_ssf_calling_itself_coordination_still_needs_its_bound if count(gc_bound.deny) == 1 with input as coordination_function({"SSFKIT_COORD_ROLE": "writer", "SSFKIT_SSF": "teller"})

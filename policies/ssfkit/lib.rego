@@ -72,3 +72,17 @@ config_path(m) := array.concat(
 
 # A resource's address in its module's configuration: without the module and the instance key.
 config_address(r) := regex.replace(trim_prefix(r.address, module_prefix(r.module)), `\[[^\]]*\]$`, "")
+
+# covers(x, b): x (a public access block, an encryption configuration) applies to bucket b: by
+# the bucket name the plan shows, or, when that is known only after apply, by the configuration's
+# reference to b.
+covers(x, b) if {
+	not unknown(x, ["bucket"])
+	is_string(value(x, ["bucket"]))
+	value(x, ["bucket"]) == value(b, ["bucket"])
+}
+
+covers(x, b) if {
+	unknown(x, ["bucket"])
+	b.address in {y.address | some y in referenced(x, ["bucket"])}
+}

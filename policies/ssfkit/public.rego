@@ -93,6 +93,35 @@ deny contains msg if {
 	msg := sprintf("%s: allow_nested_items_to_be_public must be false", [r.address])
 }
 
+# AWS: a bucket (the coordination module's, for large entries) is private: a public access block
+# of the plan, all four settings on, covers it.
+deny contains msg if {
+	some b in lib.resources_of("aws_s3_bucket")
+	not blocked(b)
+	msg := sprintf("%s: no aws_s3_bucket_public_access_block with all four settings on covers bucket %v; a bucket of ssfkit is private", [b.address, object.get(b.values, "bucket", "?")])
+}
+
+blocked(b) if {
+	some a in lib.resources_of("aws_s3_bucket_public_access_block")
+	lib.covers(a, b)
+	every attr in ["block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets"] {
+		a.values[attr] == true
+	}
+}
+
+# GCP: a bucket prevents public access and has uniform bucket-level access (no object ACLs).
+deny contains msg if {
+	some b in lib.resources_of("google_storage_bucket")
+	object.get(b.values, "public_access_prevention", null) != "enforced"
+	msg := sprintf("%s: public_access_prevention is %v, not enforced", [b.address, object.get(b.values, "public_access_prevention", "unset")])
+}
+
+deny contains msg if {
+	some b in lib.resources_of("google_storage_bucket")
+	object.get(b.values, "uniform_bucket_level_access", null) != true
+	msg := sprintf("%s: uniform_bucket_level_access must be true (no object ACLs)", [b.address])
+}
+
 members(v) := v.members if is_array(v.members)
 
 members(v) := [v.member] if is_string(v.member)

@@ -59,3 +59,25 @@ test_public_paths_denied if {
 test_queue_with_private_policy_passes if {
 	count(public.deny) == 0 with input as plans.plan([plans.create("aws_sqs_queue.q", "aws_sqs_queue", {"policy": json.marshal({"Statement": [{"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, "Action": "sqs:SendMessage"}]})})])
 }
+
+bucket := plans.create("aws_s3_bucket.b", "aws_s3_bucket", {"bucket": "bank-zk-coord-123456789012"})
+
+access_block(on) := plans.create("aws_s3_bucket_public_access_block.b", "aws_s3_bucket_public_access_block", {"bucket": "bank-zk-coord-123456789012", "block_public_acls": true, "block_public_policy": on, "ignore_public_acls": true, "restrict_public_buckets": true})
+
+test_blocked_bucket_passes if count(public.deny) == 0 with input as plans.plan([bucket, access_block(true)])
+
+test_bucket_without_access_block_denied if count(public.deny) == 1 with input as plans.plan([bucket])
+
+test_bucket_partly_blocked_denied if count(public.deny) == 1 with input as plans.plan([bucket, access_block(false)])
+
+test_bucket_blocked_for_another_denied if {
+	count(public.deny) == 1 with input as plans.plan([bucket, object.union(access_block(true), {"change": {"actions": ["create"], "after": {"bucket": "other", "block_public_acls": true, "block_public_policy": true, "ignore_public_acls": true, "restrict_public_buckets": true}, "after_unknown": {}}})])
+}
+
+gcs(values) := plans.plan([plans.create("google_storage_bucket.b", "google_storage_bucket", values)])
+
+test_gcs_private_bucket_passes if count(public.deny) == 0 with input as gcs({"public_access_prevention": "enforced", "uniform_bucket_level_access": true})
+
+test_gcs_bucket_without_prevention_denied if count(public.deny) == 1 with input as gcs({"public_access_prevention": "inherited", "uniform_bucket_level_access": true})
+
+test_gcs_bucket_with_object_acls_denied if count(public.deny) == 1 with input as gcs({"public_access_prevention": "enforced", "uniform_bucket_level_access": false})

@@ -110,6 +110,11 @@ func TestAWS(t *testing.T) {
 		nothingLeft(t, moto, "bank")
 	})
 
+	t.Run("coordination example: ssfkit up, the resources in moto, ssfkit down", func(t *testing.T) {
+		t.Parallel()
+		testCoordinationOnMoto(t, tf, modules, moto)
+	})
+
 	t.Run("a root module of one's own, protected: up, down refused, down with protection lifted", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -19,13 +19,27 @@ import (
 // clouds are the clouds with modules.
 var clouds = deploy.Clouds
 
+// A variable of a module's contract: its type (empty: only its presence is checked) and its
+// default (nil: required).
+type contractVariable struct {
+	typ string
+	def any
+}
+
+// A moduleContract is what every cloud's module of one kind declares (docs/modules.md).
+type moduleContract struct {
+	module    string                      // the directory under modules/<cloud>
+	variables map[string]contractVariable // common variables
+	own       map[string][]string         // each cloud's own variables
+	outputs   []string                    // every output (each cloud gives exactly these)
+	object    string                      // an output whose value is an object literal
+	keys      []string                    // its keys, sorted
+}
+
 // commonVariables are the variables every cloud's ssf module takes, with their types and
 // defaults (docs/modules.md). environment's type is the cloud's own (a name on AWS, the
 // environment module's context elsewhere), so only its presence is checked.
-var commonVariables = map[string]struct {
-	typ string
-	def any // nil: required
-}{
+var commonVariables = map[string]contractVariable{
 	"name":                            {"string", nil},
 	"environment":                     {"", nil},
 	"artifact":                        {"string", nil},
@@ -66,18 +80,57 @@ var ssfkitConfigKeys = []string{"dead_letter_queue", "function_id", "gc_bound_se
 // same types and defaults, and the same outputs, so that moving an application between clouds
 // changes which module it instantiates and nothing else about the SSFs.
 func TestModuleContract(t *testing.T) {
+	checkContract(t, moduleContract{module: "ssf", variables: commonVariables, own: cloudVariables, outputs: commonOutputs,
+		object: "ssfkit_config", keys: ssfkitConfigKeys})
+}
+
+// The coordination module's contract (docs/modules.md, "The `coordination` module").
+var (
+	coordinationVariables = map[string]contractVariable{
+		"name":                     {"string", nil},
+		"environment":              {"", nil},
+		"artifact":                 {"string", nil},
+		"function_timeout_seconds": {"number", 60.0},
+		"memory_mb":                {"number", 256.0},
+		"heartbeat_every_minutes":  {"number", 1.0},
+		"max_receive_count":        {"number", 5.0},
+		"snapshot_every":           {"number", 10000.0},
+		"encryption_key":           {"string", "null"},
+		"point_in_time_recovery":   {"bool", true},
+		"deletion_protection":      {"bool", true},
+		"tags":                     {"map(string)", map[string]any{}},
+	}
+	coordinationCloudVariables = map[string][]string{
+		"aws":   {"architecture", "log_retention_days", "encryption_key_alias"},
+		"azure": {"storage_replication"},
+		"gcp":   {},
+	}
+	coordinationOutputs = []string{"name", "store_url", "queue_url", "dead_letter_queue_url", "blobs_url", "writer_function_name",
+		"heartbeat_function_name", "identity", "client_identity", "table_id", "queue_id", "bucket_id", "coord_config"}
+	// coordConfigKeys are the keys of the coord_config output: what `ssfkit coord proxy` needs.
+	coordConfigKeys = []string{"blobs", "dead_letter_queue", "environment", "queue", "store"}
+)
+
+// TestCoordinationModuleContract checks the same of every cloud's coordination module: the same
+// variables with the same types and defaults, the same outputs, coord_config's keys.
+func TestCoordinationModuleContract(t *testing.T) {
+	checkContract(t, moduleContract{module: "coordination", variables: coordinationVariables, own: coordinationCloudVariables,
+		outputs: coordinationOutputs, object: "coord_config", keys: coordConfigKeys})
+}
+
+func checkContract(t *testing.T, c moduleContract) {
 	root, err := testservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, cloud := range clouds {
 		t.Run(cloud, func(t *testing.T) {
-			dir := filepath.Join(root, "modules", cloud, "ssf")
+			dir := filepath.Join(root, "modules", cloud, c.module)
 			mod, diags := tfconfig.LoadModule(dir)
 			if diags.HasErrors() {
 				t.Fatalf("%s: %v", dir, diags.Err())
 			}
-			for name, want := range commonVariables {
+			for name, want := range c.variables {
 				v, ok := mod.Variables[name]
 				if !ok {
 					t.Errorf("variable %s is missing", name)
@@ -93,12 +146,21 @@ func TestModuleContract(t *testing.T) {
 					t.Errorf("variable %s must be required", name)
 				}
 			}
+			own, listed := c.own[cloud]
+			if !listed {
+				t.Errorf("the contract does not list %s's own variables", cloud)
+			}
 			for name, v := range mod.Variables {
-				if _, common := commonVariables[name]; !common && !slices.Contains(cloudVariables[cloud], name) {
+				if _, common := c.variables[name]; !common && !slices.Contains(own, name) {
 					t.Errorf("variable %s is neither common (docs/modules.md) nor listed as %s's own", name, cloud)
 				}
 				if v.Description == "" {
 					t.Errorf("variable %s has no description", name)
+				}
+			}
+			for _, name := range own {
+				if _, ok := mod.Variables[name]; !ok {
+					t.Errorf("%s's own variable %s is missing", cloud, name)
 				}
 			}
 			var outputs []string
@@ -109,15 +171,15 @@ func TestModuleContract(t *testing.T) {
 				}
 			}
 			slices.Sort(outputs)
-			if want := slices.Sorted(slices.Values(commonOutputs)); !slices.Equal(outputs, want) {
+			if want := slices.Sorted(slices.Values(c.outputs)); !slices.Equal(outputs, want) {
 				t.Errorf("outputs %v, want %v", outputs, want)
 			}
-			keys, err := objectOutputKeys(filepath.Join(dir, "outputs.tf"), "ssfkit_config")
+			keys, err := objectOutputKeys(filepath.Join(dir, "outputs.tf"), c.object)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(keys, ssfkitConfigKeys) {
-				t.Errorf("ssfkit_config has keys %v, want %v", keys, ssfkitConfigKeys)
+			if !slices.Equal(keys, c.keys) {
+				t.Errorf("%s has keys %v, want %v", c.object, keys, c.keys)
 			}
 			for _, f := range []string{"main.tf", "variables.tf", "outputs.tf", "versions.tf", "README.md"} {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

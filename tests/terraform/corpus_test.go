@@ -100,7 +100,7 @@ func motoForCorpus(t *testing.T) []string {
 // to the copy of the modules), plans it, and returns `terraform show -json` of the plan.
 func planCase(t *testing.T, tf *tftest.Terraform, c policycorpus.Case, dir string) []byte {
 	ctx := context.Background()
-	for _, name := range []string{"main.tf", "../_base/base.tf"} {
+	for _, name := range []string{"main.tf", "../" + c.Base + "/base.tf"} {
 		b, err := os.ReadFile(filepath.Join(c.Dir, name))
 		if err != nil {
 			t.Fatal(err)

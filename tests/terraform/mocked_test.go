@@ -16,7 +16,7 @@ import (
 
 // testedModules are each cloud's modules with a tests directory: all of them, for Azure and GCP,
 // whose providers cannot apply anything here.
-var testedModules = []string{"environment", "ssf", filepath.Join("examples", "bank")}
+var testedModules = []string{"environment", "ssf", filepath.Join("examples", "bank"), "coordination"}
 
 var passed = regexp.MustCompile(`Success! (\d+) passed, 0 failed`)
 
@@ -80,10 +80,43 @@ func TestGCP(t *testing.T) {
 	}
 }
 
+// TestGCPCoordination plans the coordination example (modules/gcp/examples/coordination) with
+// the real provider, offline, and checks what the plan makes and that the policies pass it with
+// nothing to say (the module's terraform test, mocked, runs in TestGCP).
+func TestGCPCoordination(t *testing.T) {
+	tf, modules := tftest.New(t), tftest.CopyModules(t)
+	ctx := context.Background()
+	dir := filepath.Join(modules, "gcp", "examples", "coordination")
+	tf.Must(ctx, dir, "init", "-no-color")
+	tf.Must(ctx, dir, "validate", "-no-color")
+	tf.Must(ctx, dir, "plan", "-no-color", "-out", "coordination.plan", "-var", "project=ssfkit-coord", "-var", "project_number=123456789012",
+		"-var", "access_token=offline", "-var", "image=europe-west1-docker.pkg.dev/ssfkit-coord/ssfkit/coord@sha256:"+sha256Zero)
+	var changes struct {
+		ResourceChanges []struct{ Type string } `json:"resource_changes"`
+	}
+	if err := json.Unmarshal([]byte(tf.Must(ctx, dir, "show", "-json", "coordination.plan")), &changes); err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	for _, c := range changes.ResourceChanges {
+		types[c.Type]++
+	}
+	for typ, n := range map[string]int{"google_firestore_database": 1, "google_pubsub_topic": 2, "google_pubsub_subscription": 2, "google_storage_bucket": 1,
+		"google_cloud_run_v2_service": 2, "google_cloud_scheduler_job": 1, "google_service_account": 4, "google_storage_bucket_iam_member": 3} {
+		if types[typ] != n {
+			t.Errorf("the plan makes %d %s, want %d (all: %v)", types[typ], typ, n, types)
+		}
+	}
+	if v := evaluatePolicies(t, tf, dir, "coordination.plan"); len(v.Deny) != 0 || len(v.Warn) != 0 {
+		t.Fatalf("policies on the coordination example's plan: %+v, want nothing", v)
+	}
+}
+
 const sha256Zero = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// TestAzure: the modules' terraform tests with a mocked provider, on the bank's real function
-// app zip, which the tests upload as the package and hash into the app settings. (A plan by the
+// TestAzure: the modules' terraform tests with a mocked provider, on the real function app zips
+// (the bank's, the coordination service's), which the tests upload as the packages and hash
+// into the app settings. (A plan by the
 // real AzureRM provider needs Entra ID tokens even to plan, so unlike Google's it cannot run
 // offline.)
 func TestAzure(t *testing.T) {
@@ -97,6 +130,13 @@ func TestAzure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := build.AzureFunctions(context.Background(), root, "./examples/bank/azure", artifact, testWriter{t}); err != nil {
+		t.Fatal(err)
+	}
+	coordination := filepath.Join(modules, "azure", "coordination", "tests", "testdata", "artifact.zip")
+	if err := os.MkdirAll(filepath.Dir(coordination), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := build.AzureCoordination(context.Background(), root, "./adapters/host/coordhost/http", coordination, testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
 	terraformTestMocked(t, tftest.New(t), modules, "azure")
