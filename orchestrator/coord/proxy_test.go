@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -322,4 +323,46 @@ func TestReattachDecidesWhatTheDeadProxyStored(t *testing.T) {
 			t.Fatalf("after re-attaching: children %v, want the request the dead proxy stored", kids)
 		}
 	})
+}
+
+// A proxy with a bucket starts on a fresh table without writing the table's meta row (its
+// identity may not write there): only writers choose the objects' prefix, and the proxy reads a
+// large entry's object by the name its log row gives.
+func TestProxyWithABucketWritesNoMetaRow(t *testing.T) {
+	ctx := context.Background()
+	b := buckets(t)["mem"](t)
+	url := "mem://coord-proxy-meta-" + randomHex(4)
+	tbl, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	cfg := Config{Blobs: b, Tick: -1, SnapshotEvery: -1, BlobSweep: -1}
+	pcfg := cfg
+	var writer *Service
+	pcfg.Tick, pcfg.Waker = time.Hour, wakerFunc(func(ctx context.Context, session int64) error { return writer.Decide(ctx, session) })
+	p, err := New(ctx, tbl, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, found, err := tbl.Get(ctx, store.Key{Partition: metaPartition, Sort: "blobs"}); err != nil || found {
+		t.Fatalf("the proxy wrote the meta row (found=%v, %v)", found, err)
+	}
+	if writer, err = New(ctx, tbl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	c := newSession(t, p, time.Hour)
+	big := make([]byte, MaxData)
+	big[1] = 7
+	if _, _, err := p.Write(ctx, c, Op{Kind: OpCreate, Path: "/big", Data: big, ACL: OpenACLUnsafe}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := get(p, c, "/big"); err != nil || len(data) != MaxData || data[1] != 7 {
+		t.Fatalf("the proxy reads back %d bytes, %v", len(data), err)
+	}
+	if objs := objects(t, b); len(objs) != 1 || !strings.HasPrefix(objs[0], writer.objPrefix) {
+		t.Fatalf("objects %v, want the writer's one under %s", objs, writer.objPrefix)
+	}
 }

@@ -206,7 +206,9 @@ func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		blobs: cfg.Blobs, named: map[string]bool{}, lastSweep: time.Now(),
 	}
-	if s.blobs != nil {
+	// A proxy only reads objects, by the names log rows give, and never sweeps or compacts: it
+	// needs no prefix of its own, so it never writes the table's meta row (its identity may not).
+	if s.blobs != nil && cfg.Waker == nil {
 		id, err := s.blobsID(ctx)
 		if err != nil {
 			return nil, err
