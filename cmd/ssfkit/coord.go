@@ -68,7 +68,7 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var addr *string
 	var public *bool
-	var minTimeout, maxTimeout, heartbeatEvery *time.Duration
+	var minTimeout, maxTimeout, heartbeatEvery, tick *time.Duration
 	if action == "writer" {
 		deadLetter = fs.String("dead-letter-queue", "", "queue `URL` for wake-ups that name no session (required)")
 		heartbeatEvery = fs.Duration("heartbeat-every", time.Second, "how often the heartbeat pass expires sessions and writes snapshots")
@@ -77,6 +77,7 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		public = fs.Bool("public", false, "allow a non-loopback --addr; reachable from other machines, with ACLs the only protection")
 		minTimeout = fs.Duration("min-session-timeout", 4*time.Second, "the shortest session timeout granted")
 		maxTimeout = fs.Duration("max-session-timeout", 40*time.Second, "the longest session timeout granted")
+		tick = fs.Duration("tick", 200*time.Millisecond, "how often it reads the log's tail (other processes' writes, hence watches they trigger) and looks for expired sessions: each tick is a store read and a scan (docs/coordination.md, cost model)")
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -112,11 +113,14 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *minTimeout <= 0 || *maxTimeout < *minTimeout {
 		return &cliUsageError{err: fmt.Errorf("%s: want 0 < --min-session-timeout <= --max-session-timeout", cmd)}
 	}
+	if *tick <= 0 || *tick > *minTimeout {
+		return &cliUsageError{err: fmt.Errorf("%s: --tick %v: want a positive period no longer than --min-session-timeout (%v), or sessions outlive their timeout", cmd, *tick, *minTimeout)}
+	}
 	ln, err := listenZooKeeper(cmd, "--addr", *addr, "")
 	if err != nil {
 		return err
 	}
-	cfg := coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery}
+	cfg := coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery, Tick: *tick}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 	var srv *coordserve.Server
 	if action == "proxy" {

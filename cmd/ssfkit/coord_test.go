@@ -128,6 +128,7 @@ func TestCoordServeRefusals(t *testing.T) {
 		{[]string{"serve", "--store", "mem://", "--addr", busy.Addr().String()}, "already in use"},
 		{[]string{"start"}, "give the action: serve, proxy or writer"},
 		{[]string{"proxy", "--store", "mem://"}, "coord proxy: --queue is required"},
+		{[]string{"proxy", "--store", "mem://", "--queue", "mem://q", "--tick", "10s"}, "--tick 10s: want a positive period no longer than --min-session-timeout"},
 		{[]string{"writer", "--store", "mem://", "--queue", "mem://q"}, "coord writer: --dead-letter-queue is required"},
 		{[]string{"writer", "--store", "mem://", "--queue", "mem://q", "--dead-letter-queue", "mem://d", "--heartbeat-every", "0s"}, "--heartbeat-every must be positive"},
 		{[]string{"proxy", "--store", "mem://", "--queue", "nosuch://q", "--addr", "127.0.0.1:0"}, "coord proxy: "},
