@@ -74,6 +74,9 @@ type Coordination struct {
 	Queue           string `json:"queue"`
 	Blobs           string `json:"blobs"`
 	DeadLetterQueue string `json:"dead_letter_queue,omitempty"`
+	// FunctionIDs are the writer's and the heartbeat's functions (ARNs, Azure resource IDs,
+	// Cloud Run service names): `up` syncs their triggers on Azure.
+	FunctionIDs []string `json:"function_ids,omitempty"`
 }
 
 // SSF is one SSF's entry: the ssf module's ssfkit_config output.
@@ -400,12 +403,27 @@ func (o *Options) syncTriggers(ctx context.Context, cfg *Config) error {
 		}
 		arm = &azurearm.Client{Credential: cred}
 	}
-	var unsynced []string
+	type app struct{ name, id string }
+	var apps []app
 	for _, name := range slices.Sorted(maps.Keys(cfg.SSFs)) {
 		id := cfg.SSFs[name].FunctionID
 		if id == "" {
 			return fmt.Errorf("up: SSF %s: the ssfkit_config output has no function_id to sync the triggers of (modules/azure/ssf gives it)", name)
 		}
+		apps = append(apps, app{name, id})
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Coordination)) {
+		ids := cfg.Coordination[name].FunctionIDs
+		if len(ids) == 0 {
+			return fmt.Errorf("up: coordination service %s: its coord_config has no function_ids to sync the triggers of (modules/azure/coordination gives them)", name)
+		}
+		for _, id := range ids {
+			apps = append(apps, app{"coordination " + name + " " + id[strings.LastIndex(id, "/")+1:], id})
+		}
+	}
+	var unsynced []string
+	for _, a := range apps {
+		name, id := a.name, a.id
 		err := o.retry(ctx, name, func() error {
 			_, err := arm.Post(ctx, id, "syncfunctiontriggers", syncAPIVersion)
 			return err

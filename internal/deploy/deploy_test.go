@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -23,12 +24,13 @@ func TestConfigRoundTripAndRefusals(t *testing.T) {
 	}
 	// A config of a coordination service alone (modules/<cloud>/examples/coordination).
 	coord := &Config{Cloud: "aws", Environment: "zk", SSFs: map[string]SSF{}, Coordination: map[string]Coordination{
-		"zk": {Environment: "zk", Store: "dynamodb://zk-zk-coord?region=us-east-1", Queue: "sqs://zk-zk-coord?region=us-east-1", Blobs: "s3://zk-zk-coord-123456789012?region=us-east-1"},
+		"zk": {Environment: "zk", Store: "dynamodb://zk-zk-coord?region=us-east-1", Queue: "sqs://zk-zk-coord?region=us-east-1", Blobs: "s3://zk-zk-coord-123456789012?region=us-east-1",
+			FunctionIDs: []string{"arn:aws:lambda:us-east-1:123456789012:function:zk-zk-writer", "arn:aws:lambda:us-east-1:123456789012:function:zk-zk-heartbeat"}},
 	}}
 	if err := coord.Write(path); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Load(path); err != nil || got.Coordination["zk"] != coord.Coordination["zk"] {
+	if got, err := Load(path); err != nil || !reflect.DeepEqual(got.Coordination["zk"], coord.Coordination["zk"]) {
 		t.Fatalf("%+v %v", got, err)
 	}
 	for name, c := range map[string]struct{ json, want string }{

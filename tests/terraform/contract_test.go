@@ -108,7 +108,7 @@ var (
 	coordinationOutputs = []string{"name", "store_url", "queue_url", "dead_letter_queue_url", "blobs_url", "writer_function_name",
 		"heartbeat_function_name", "identity", "client_identity", "table_id", "queue_id", "bucket_id", "coord_config"}
 	// coordConfigKeys are the keys of the coord_config output: what `ssfkit coord proxy` needs.
-	coordConfigKeys = []string{"blobs", "dead_letter_queue", "environment", "queue", "store"}
+	coordConfigKeys = []string{"blobs", "dead_letter_queue", "environment", "function_ids", "queue", "store"}
 )
 
 // TestCoordinationModuleContract checks the same of every cloud's coordination module: the same

@@ -59,12 +59,13 @@ output "bucket_id" {
 }
 
 output "coord_config" {
-  description = "What `ssfkit coord proxy` needs: the store, queue, blobs and dead-letter queue URLs and the environment's name."
+  description = "What `ssfkit coord proxy` needs (the store, queue, blobs and dead-letter queue URLs and the environment's name) and the writer's and heartbeat's function IDs (which `ssfkit up` syncs the triggers of on Azure)."
   value = {
     environment       = var.environment
     store             = local.store_url
     queue             = local.queue_url
     blobs             = "s3://${aws_s3_bucket.this.bucket}?region=${local.region}"
     dead_letter_queue = "sqs://${aws_sqs_queue.dead_letter.name}?region=${local.region}"
+    function_ids      = [for role in ["writer", "heartbeat"] : aws_lambda_function.this[role].arn]
   }
 }

@@ -64,12 +64,15 @@ output "bucket_id" {
 }
 
 output "coord_config" {
-  description = "What `ssfkit coord proxy` needs: the store, queue, blobs and dead-letter queue URLs and the environment's name."
+  description = "What `ssfkit coord proxy` needs (the store, queue, blobs and dead-letter queue URLs and the environment's name) and the writer's and heartbeat's function IDs (which `ssfkit up` syncs the triggers of on Azure)."
   value = {
     environment       = local.env.name
     store             = local.store_url
     queue             = local.queue_url
     blobs             = local.blobs_url
     dead_letter_queue = local.dead_letter_url
+    function_ids      = [for role in ["writer", "heartbeat"] : local.function_ids[role]]
   }
+  # The apps exist when the config is read (`ssfkit up` syncs their triggers).
+  depends_on = [azurerm_resource_group_template_deployment.app]
 }

@@ -112,7 +112,7 @@ run "applies" {
   }
 
   assert {
-    condition     = keys(output.coord_config) == ["blobs", "dead_letter_queue", "environment", "queue", "store"] && output.coord_config.environment == "tftest"
+    condition     = keys(output.coord_config) == ["blobs", "dead_letter_queue", "environment", "function_ids", "queue", "store"] && output.coord_config.environment == "tftest" && length(output.coord_config.function_ids) == 2
     error_message = "coord_config is ${jsonencode(output.coord_config)}"
   }
 
