@@ -89,7 +89,7 @@ func testCoordinationOnMoto(t *testing.T, tf *tftest.Terraform, modules, moto st
 			t.Errorf("coord_config has %q, want it to start with %q", got, want)
 		}
 	}
-	if ids := c.FunctionIDs; len(ids) != 2 || !strings.HasSuffix(ids[0], ":function:coord-zk-writer") || !strings.HasSuffix(ids[1], ":function:coord-zk-heartbeat") {
+	if ids := c.FunctionIDs; len(ids) != 2 || !strings.HasSuffix(ids[0], ":function:coord-zk-coord-writer") || !strings.HasSuffix(ids[1], ":function:coord-zk-coord-heartbeat") {
 		t.Errorf("coord_config's function_ids %v, want the writer's and the heartbeat's ARNs", ids)
 	}
 
