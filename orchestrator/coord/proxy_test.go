@@ -214,6 +214,20 @@ func TestDecideRetriedAfterACrashAppliesOnce(t *testing.T) {
 	}
 }
 
+// manualWriter is a writer that runs only when a test's waker calls it, and the config of a
+// proxy for it whose tick never comes: the test drives every step.
+func manualWriter(t *testing.T, tbl *store.Table, decideTimeout time.Duration) (*Service, Config) {
+	t.Helper()
+	cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: -1, SnapshotEvery: -1}
+	w, err := New(context.Background(), tbl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	cfg.Tick, cfg.DecideTimeout = time.Hour, decideTimeout
+	return w, cfg
+}
+
 type wakerFunc func(ctx context.Context, session int64) error
 
 func (f wakerFunc) Wake(ctx context.Context, session int64) error { return f(ctx, session) }
@@ -224,15 +238,8 @@ func (f wakerFunc) Wake(ctx context.Context, session int64) error { return f(ctx
 func TestSessionExpiresWithARequestQueued(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
 		ctx := context.Background()
-		cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: -1, SnapshotEvery: -1}
-		writer, err := New(ctx, open(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer writer.Close()
+		writer, pcfg := manualWriter(t, open(), 5*time.Second)
 		expireFirst := false
-		pcfg := cfg
-		pcfg.Tick, pcfg.DecideTimeout = time.Hour, 5*time.Second
 		pcfg.Waker = wakerFunc(func(ctx context.Context, session int64) error {
 			if expireFirst {
 				// The expirer (here: a close) wins the race with the request's wake-up.
@@ -279,15 +286,8 @@ func TestSessionExpiresWithARequestQueued(t *testing.T) {
 func TestReattachDecidesWhatTheDeadProxyStored(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
 		ctx := context.Background()
-		cfg := Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: -1, SnapshotEvery: -1}
-		writer, err := New(ctx, open(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer writer.Close()
+		writer, pcfg := manualWriter(t, open(), 200*time.Millisecond)
 		dead := false
-		pcfg := cfg
-		pcfg.Tick, pcfg.DecideTimeout = time.Hour, 200*time.Millisecond
 		pcfg.Waker = wakerFunc(func(ctx context.Context, session int64) error {
 			if dead {
 				return errors.New("the proxy died before its wake-up left")
