@@ -69,6 +69,12 @@ func requestPartition(session int64) string {
 	return fmt.Sprintf("%s%016x", requestPrefix, uint64(session))
 }
 
+// requestPartsName names the parts of a request too large for one row: its session, its number
+// and its id, so a proxy that lost the number to another request never shares its parts.
+func requestPartsName(session, seq int64, id string) string {
+	return fmt.Sprintf("%016x/%d/%s", uint64(session), seq, id)
+}
+
 func requestKey(session, seq int64) store.Key {
 	return store.Key{Partition: requestPartition(session), Sort: fmt.Sprintf("%020d", seq)}
 }
@@ -154,16 +160,16 @@ func (s *Service) storeRequest(ctx context.Context, session int64, enc []byte, i
 			}
 			seq = max(sess.seq, last) + 1
 		}
-		attrs := store.Attrs{"b": enc}
+		row := store.Update{store.SetAttr(store.Attr("b"), enc)}
 		if len(enc) > s.rowRoom() {
-			n, err := s.putParts(ctx, requestParts, fmt.Sprintf("%016x/%d/%s", uint64(session), seq, id), enc)
+			n, err := s.putParts(ctx, requestParts, requestPartsName(session, seq, id), enc)
 			if err != nil {
 				forget()
 				return 0, err
 			}
-			attrs = store.Attrs{"n": n, "id": id}
+			row = store.Update{store.SetAttr(store.Attr("n"), n), store.SetAttr(store.Attr("id"), id)}
 		}
-		r, err := s.tbl.Update(ctx, requestKey(session, seq), store.RowAbsent(), setAll(attrs))
+		r, err := s.tbl.Update(ctx, requestKey(session, seq), store.RowAbsent(), row)
 		if err != nil {
 			forget() // stored or not: count again next time
 			return 0, err
@@ -177,14 +183,6 @@ func (s *Service) storeRequest(ctx context.Context, session int64, enc []byte, i
 		s.seqMu.Unlock()
 		return seq, nil
 	}
-}
-
-func setAll(a store.Attrs) store.Update {
-	var u store.Update
-	for k, v := range a {
-		u = append(u, store.SetAttr(store.Attr(k), v))
-	}
-	return u
 }
 
 // settle has a proxy's re-attaching session's stored requests decided before it is served: a
@@ -393,7 +391,7 @@ func (s *Service) decodeRequest(ctx context.Context, session, seq int64, a store
 	if n, ok := a["n"].(int64); ok {
 		id, _ := a["id"].(string)
 		var err error
-		if enc, err = s.getParts(ctx, requestParts, fmt.Sprintf("%016x/%d/%s", uint64(session), seq, id), n); err != nil {
+		if enc, err = s.getParts(ctx, requestParts, requestPartsName(session, seq, id), n); err != nil {
 			return request{}, fmt.Errorf("coord: request %d of session %#x: %w", seq, session, err)
 		}
 	}
@@ -410,7 +408,7 @@ func (s *Service) deleteRequest(ctx context.Context, session, seq int64, a store
 	}
 	if n, ok := a["n"].(int64); ok {
 		id, _ := a["id"].(string)
-		return s.deleteParts(ctx, requestParts, fmt.Sprintf("%016x/%d/%s", uint64(session), seq, id), n)
+		return s.deleteParts(ctx, requestParts, requestPartsName(session, seq, id), n)
 	}
 	return nil
 }
