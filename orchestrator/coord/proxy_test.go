@@ -366,3 +366,48 @@ func TestProxyWithABucketWritesNoMetaRow(t *testing.T) {
 		t.Fatalf("objects %v, want the writer's one under %s", objs, writer.objPrefix)
 	}
 }
+
+// Requests too large for a row, from two proxies racing for one session's numbers: a proxy that
+// loses a number deletes the parts it wrote for it, so once every request is decided no part is
+// left in the table.
+func TestLostNumbersLeaveNoParts(t *testing.T) {
+	ctx := context.Background()
+	url := "mem://coord-lost-parts-" + randomHex(4) + "?max_row_bytes=16384"
+	open := func() *store.Table {
+		tbl, err := store.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tbl.Close() })
+		return tbl
+	}
+	proxies := []*Service{newProxy(t, open(), fast), newProxy(t, open(), fast)}
+	c := newSession(t, proxies[0], time.Minute)
+	mustCreate(t, proxies[0], c, "/big", "", Persistent)
+	data := make([]byte, 20<<10) // two parts of a 12 KiB row room
+	var wg sync.WaitGroup
+	for i, p := range proxies {
+		wg.Go(func() {
+			for k := range 10 {
+				if _, _, err := p.Write(ctx, c, Op{Kind: OpCreate, Path: fmt.Sprintf("/big/p%d-%d", i, k), Data: data, ACL: OpenACLUnsafe}); err != nil {
+					t.Errorf("proxy %d, create %d: %v", i, k, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// A writer deletes a decided request's parts after the decision its proxy returns on.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rows, err := open().Scan(ctx, requestParts, store.ScanOptions{})
+		if err == nil && len(rows) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, r := range rows {
+				t.Log(r.Key.Sort)
+			}
+			t.Fatalf("%d request parts left after every request was decided (%v)", len(rows), err)
+		}
+	}
+}

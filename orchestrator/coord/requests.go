@@ -160,14 +160,15 @@ func (s *Service) storeRequest(ctx context.Context, session int64, enc []byte, i
 			}
 			seq = max(sess.seq, last) + 1
 		}
-		row := store.Update{store.SetAttr(store.Attr("b"), enc)}
+		row := store.Update{store.SetAttr(store.Attr("id"), id), store.SetAttr(store.Attr("b"), enc)}
+		var parts int64
 		if len(enc) > s.rowRoom() {
 			n, err := s.putParts(ctx, requestParts, requestPartsName(session, seq, id), enc)
 			if err != nil {
 				forget()
 				return 0, err
 			}
-			row = store.Update{store.SetAttr(store.Attr("n"), n), store.SetAttr(store.Attr("id"), id)}
+			parts, row = n, store.Update{store.SetAttr(store.Attr("id"), id), store.SetAttr(store.Attr("n"), n)}
 		}
 		r, err := s.tbl.Update(ctx, requestKey(session, seq), store.RowAbsent(), row)
 		if err != nil {
@@ -175,7 +176,12 @@ func (s *Service) storeRequest(ctx context.Context, session int64, enc []byte, i
 			return 0, err
 		}
 		if !r.Applied {
+			// Another request has the number: these parts are nobody's (their name has this
+			// request's id, so no row can name them).
 			forget()
+			if err := s.deleteParts(ctx, requestParts, requestPartsName(session, seq, id), parts); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		s.seqMu.Lock()
@@ -402,12 +408,15 @@ func (s *Service) decodeRequest(ctx context.Context, session, seq int64, a store
 	return req, nil
 }
 
+// deleteRequest deletes the decided request a (a row as a scan read it) and its parts. The row
+// goes only if it still holds that request: once another writer deleted it, a proxy with a stale
+// view may have stored a new request under the number, which is not this one's to delete.
 func (s *Service) deleteRequest(ctx context.Context, session, seq int64, a store.Attrs) error {
-	if _, err := s.tbl.Delete(ctx, requestKey(session, seq), store.Always()); err != nil {
+	id, _ := a["id"].(string)
+	if _, err := s.tbl.Delete(ctx, requestKey(session, seq), store.Equal(store.Attr("id"), id)); err != nil {
 		return err
 	}
 	if n, ok := a["n"].(int64); ok {
-		id, _ := a["id"].(string)
 		return s.deleteParts(ctx, requestParts, requestPartsName(session, seq, id), n)
 	}
 	return nil
