@@ -411,3 +411,42 @@ func TestLostNumbersLeaveNoParts(t *testing.T) {
 		}
 	}
 }
+
+// A writer paused across a session's whole life decides its open after its close: the log has
+// the session open again, without a heartbeat row. The expirer closes such an orphan, ephemerals
+// and stored requests included, and drops nothing of a live session.
+func TestExpirerClosesOrphanedSessions(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := store.Open(ctx, "mem://coord-orphan-"+randomHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	s, err := New(ctx, tbl, Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: 2 * time.Hour, Tick: -1, SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	live := newSession(t, s, time.Hour)
+	closed := newSession(t, s, time.Hour)
+	if err := s.CloseSession(ctx, closed.Session); err != nil {
+		t.Fatal(err)
+	}
+	// The paused writer's open, decided now.
+	if _, _, _, err := s.write(ctx, &txn{Session: closed.Session, Open: &openTxn{Passwd: []byte("p"), TimeoutMs: 3600000}}); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, closed, "/orphan-eph", "", Ephemeral)
+	if err := s.Tend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	orphanOpen, liveOpen := s.t.sessions[closed.Session] != nil, s.t.sessions[live.Session] != nil
+	s.mu.RUnlock()
+	if orphanOpen || !liveOpen {
+		t.Fatalf("after the expirer: orphan open %v (want false), live session open %v (want true)", orphanOpen, liveOpen)
+	}
+	if _, _, err := get(s, live, "/orphan-eph"); CodeOf(err) != NoNode {
+		t.Fatalf("the orphan's ephemeral: %v, want NoNode", err)
+	}
+}
