@@ -69,10 +69,14 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var addr *string
 	var public *bool
 	var minTimeout, maxTimeout, heartbeatEvery, tick *time.Duration
+	containerCheck := new(time.Duration)
 	if action == "writer" {
 		deadLetter = fs.String("dead-letter-queue", "", "queue `URL` for wake-ups that name no session (required)")
-		heartbeatEvery = fs.Duration("heartbeat-every", time.Second, "how often the heartbeat pass expires sessions and writes snapshots")
+		heartbeatEvery = fs.Duration("heartbeat-every", time.Second, "how often the heartbeat pass expires sessions, deletes emptied containers and expired TTL nodes, and writes snapshots")
 	} else {
+		if action == "serve" {
+			containerCheck = fs.Duration("container-check", time.Minute, "how often it deletes emptied containers and expired TTL nodes (ZooKeeper's znode.container.checkIntervalMs)")
+		}
 		addr = fs.String("addr", coordDefaultAddr, "ZooKeeper client `address` to listen on")
 		public = fs.Bool("public", false, "allow a non-loopback --addr; reachable from other machines, with ACLs the only protection")
 		minTimeout = fs.Duration("min-session-timeout", 4*time.Second, "the shortest session timeout granted")
@@ -120,7 +124,10 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	cfg := coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery, Tick: *tick}
+	if *containerCheck < 0 {
+		return &cliUsageError{err: fmt.Errorf("%s: --container-check %v: want a positive period", cmd, *containerCheck)}
+	}
+	cfg := coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery, Tick: *tick, ContainerCheck: *containerCheck}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 	var srv *coordserve.Server
 	if action == "proxy" {

@@ -79,6 +79,8 @@ func startZooKeeper(jvmFlags ...string) (string, func(), error) {
 		}
 		p, err := StartProcess(java, append(jvmFlags,
 			"-Dzookeeper.admin.enableServer=false", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+			// TTL nodes (off by default), and containers checked as often as ssfkit's tests check.
+			"-Dzookeeper.extendedTypesEnabled=true", "-Dznode.container.checkIntervalMs=200",
 			"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg))
 		if err != nil {
 			os.RemoveAll(dir)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -328,6 +329,162 @@ func TestWatchesFireOnceInOrder(t *testing.T) {
 		i := len(got) - 1
 		if got[i] != "read d" || got[i-1] != "3 /w" {
 			t.Fatalf("the read of the new data did not follow its event: %v", got[max(0, i-3):])
+		}
+	})
+}
+
+// Persistent and recursive watches (addWatch) report every change they cover and stay set;
+// a watcher hears an event once however many of its watches it triggers, never an event about a
+// node it may not READ, and RemoveWatches takes them away by type.
+func TestPersistentAndRecursiveWatches(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
+		ctx := context.Background()
+		s := newService(t, open())
+		c, ws, _ := attach(t, s, newSession(t, s, time.Hour))
+		id, _ := DigestID("alice:secret")
+		alice := anyone(t, s, ID{Scheme: "digest", ID: id})
+		write := func(op Op) {
+			t.Helper()
+			if op.Kind == OpCreate && op.ACL == nil {
+				op.ACL = OpenACLUnsafe
+			}
+			if _, _, err := s.Write(ctx, alice, op); err != nil {
+				t.Fatal(err)
+			}
+		}
+		expect := func(step string, want ...string) {
+			t.Helper()
+			if got := ws.events(); !slices.Equal(got, want) {
+				t.Fatalf("%s: events %q, want %q", step, got, want)
+			}
+			ws.mu.Lock()
+			ws.log = nil
+			ws.mu.Unlock()
+		}
+		wantCode(t, s.AddWatch(c, "/r", PersistentRecursiveWatch), OK) // before /r exists
+		wantCode(t, s.AddWatch(c, "/r/p", PersistentWatch), OK)
+		wantCode(t, s.AddWatch(c, "r", PersistentWatch), BadArguments)
+		wantCode(t, s.AddWatch(c, "/r", WatchMode(7)), BadArguments)
+		write(Op{Kind: OpCreate, Path: "/r"})
+		write(Op{Kind: OpCreate, Path: "/r/p"})
+		write(Op{Kind: OpCreate, Path: "/r/p/k"})
+		write(Op{Kind: OpSetData, Path: "/r/p", Data: []byte("x"), Version: -1})
+		write(Op{Kind: OpDelete, Path: "/r/p/k", Version: -1})
+		expect("persistent", "1 /r", "1 /r/p", "1 /r/p/k", "4 /r/p", "3 /r/p", "2 /r/p/k", "4 /r/p")
+
+		// A one-time watch on a persistently watched path: one event, and only the one-time watch goes.
+		s.View(func(v View) { v.Get(c, "/r/p", true) })
+		write(Op{Kind: OpSetData, Path: "/r/p", Data: []byte("y"), Version: -1})
+		write(Op{Kind: OpSetData, Path: "/r/p", Data: []byte("z"), Version: -1})
+		expect("with a one-time watch", "3 /r/p", "3 /r/p")
+
+		// alice's node is hidden from a recursive watch whose session may not read it, and a
+		// one-time watch on a node that became unreadable is used up silently.
+		alicesOnly := []ACL{{Perms: PermAll, ID: ID{"auth", ""}}}
+		write(Op{Kind: OpCreate, Path: "/r/secret", ACL: alicesOnly})
+		s.View(func(v View) { v.Get(c, "/r", true) })
+		write(Op{Kind: OpSetACL, Path: "/r", ACL: alicesOnly, Version: -1})
+		write(Op{Kind: OpSetData, Path: "/r", Version: -1})
+		write(Op{Kind: OpSetACL, Path: "/r", ACL: OpenACLUnsafe, Version: -1})
+		write(Op{Kind: OpSetData, Path: "/r/secret", Version: -1})
+		write(Op{Kind: OpCreate, Path: "/r/open"})
+		expect("filtered by ACL", "1 /r/open")
+		s.Authenticate(c.W, []ID{{Scheme: "digest", ID: id}})
+		write(Op{Kind: OpSetData, Path: "/r/secret", Version: -1})
+		expect("once authenticated", "3 /r/secret")
+
+		// checkWatches keeps, removeWatches removes; NoWatcher when there is none of the type.
+		wantCode(t, s.RemoveWatches(c, "/r", PersistentRecursiveWatches, false), OK)
+		wantCode(t, s.RemoveWatches(c, "/r", DataWatches, false), NoWatcher)
+		wantCode(t, s.RemoveWatches(c, "/r/p", PersistentRecursiveWatches, true), NoWatcher)
+		wantCode(t, s.RemoveWatches(c, "/r", PersistentRecursiveWatches, true), OK)
+		wantCode(t, s.RemoveWatches(c, "/r", AnyWatches, true), NoWatcher)
+		wantCode(t, s.RemoveWatches(c, "/r", WatcherType(9), true), BadArguments)
+		write(Op{Kind: OpSetData, Path: "/r/p", Version: -1})
+		write(Op{Kind: OpCreate, Path: "/r/p/j"})
+		expect("the recursive watch removed", "3 /r/p", "4 /r/p")
+		wantCode(t, s.RemoveWatches(c, "/r/p", AnyWatches, true), OK)
+		write(Op{Kind: OpSetData, Path: "/r/p", Version: -1})
+		expect("all removed")
+
+		// Set again after a reconnect: a new attachment of the session gets them back.
+		s.SetWatches(c.W, s.LastZxid(), WatchLists{Persistent: []string{"/r/p"}, Recursive: []string{"/r/p/j"}})
+		write(Op{Kind: OpDelete, Path: "/r/p/j", Version: -1})
+		expect("set again", "2 /r/p/j", "4 /r/p")
+	})
+}
+
+// Emptied containers and expired TTL nodes go in a housekeeping pass (the heartbeat's). Each
+// deletion checks again at its own zxid that the node still qualifies, so a child created or a
+// TTL node modified after the pass looked keeps the node.
+func TestContainersAndTTLNodes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
+		ctx := context.Background()
+		s := newService(t, open())
+		reaper, err := New(ctx, open(), Config{Tick: -1, ContainerCheck: time.Nanosecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reaper.Close()
+		c := anyone(t, s)
+		create := func(p string, mode Mode, ttl int64) (Result, error) {
+			r, _, err := s.Write(ctx, c, Op{Kind: OpCreate, Path: p, ACL: OpenACLUnsafe, Mode: mode, TTL: ttl})
+			return r, err
+		}
+		for _, bad := range []struct {
+			mode Mode
+			ttl  int64
+		}{{PersistentWithTTL, 0}, {PersistentWithTTL, MaxTTL + 1}, {Persistent, 10}, {Container, 10}, {Mode(9), 0}, {Mode(-1), 0}} {
+			_, err := create("/bad", bad.mode, bad.ttl)
+			wantCode(t, err, BadArguments)
+		}
+		for _, n := range []struct {
+			p    string
+			mode Mode
+			ttl  int64
+		}{
+			{"/box", Container, 0}, {"/never", Container, 0}, {"/full", Container, 0},
+			{"/ttl", PersistentWithTTL, 1}, {"/ttl-fresh", PersistentWithTTL, time.Hour.Milliseconds()},
+			{"/ttl-parent", PersistentWithTTL, 1},
+		} {
+			r, err := create(n.p, n.mode, n.ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Stat.EphemeralOwner != 0 {
+				t.Fatalf("%s shows ephemeralOwner %#x; ZooKeeper shows 0", n.p, r.Stat.EphemeralOwner)
+			}
+		}
+		if r, err := create("/seq-", PersistentSequentialWithTTL, 1); err != nil || r.Path != "/seq-0000000006" {
+			t.Fatalf("a sequential TTL node: %+v %v", r, err)
+		}
+		mustCreate(t, s, c, "/box/kid", "", Persistent)
+		mustCreate(t, s, c, "/full/kid", "", Persistent)
+		mustCreate(t, s, c, "/ttl-parent/kid", "", Persistent)
+		if _, _, err := s.Write(ctx, c, Op{Kind: OpDelete, Path: "/box/kid", Version: -1}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // past the 1 ms TTLs
+		if err := reaper.Tend(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		s.View(func(v View) { kids, _, _ = v.Children(c, "/", false) })
+		if want := []string{"full", "never", "ttl-fresh", "ttl-parent", "zookeeper"}; !slices.Equal(kids, want) {
+			t.Fatalf("after the pass: %v, want %v", kids, want)
+		}
+
+		// A deletion decided on a stale look applies only if the node still qualifies at its zxid.
+		mustCreate(t, s, c, "/again", "", Container)
+		mustCreate(t, s, c, "/again/kid", "", Persistent)
+		for p, want := range map[string]Code{
+			"/again": NotEmpty, "/never": BadVersion, "/ttl-fresh": BadVersion, "/full/kid": BadVersion, "/gone": NoNode,
+		} {
+			_, _, _, err := reaper.write(ctx, &txn{Ops: []Op{{Kind: opDeleteContainer, Path: p, Version: -1}}})
+			wantCode(t, err, want)
 		}
 	})
 }

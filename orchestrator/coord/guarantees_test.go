@@ -83,7 +83,7 @@ func (c *zClient) attach(ctx context.Context, srv *Service) error {
 		data = append(data, p)
 	}
 	c.mu.Unlock()
-	srv.SetWatches(w, c.lastSeen(), data, nil, nil)
+	srv.SetWatches(w, c.lastSeen(), WatchLists{Data: data})
 	return nil
 }
 

@@ -64,6 +64,11 @@ type Config struct {
 	// appends that lost their zxid after an ambiguous failure or a crash (10 min; negative:
 	// never).
 	BlobSweep time.Duration
+	// ContainerCheck is how often the Service deletes the containers that had children and have
+	// none, and the TTL nodes without children not modified for their TTL (1 min, ZooKeeper's
+	// znode.container.checkIntervalMs; negative: never). A proxy never deletes them: the
+	// heartbeat does.
+	ContainerCheck time.Duration
 	// Waker, when set, makes the Service a proxy (the serverless path, requests.go): it never
 	// appends to the log, but stores each write as a request of its session and wakes a writer
 	// (a Service without a Waker, calling Decide) to decide it; its expirer fences expired
@@ -127,6 +132,9 @@ func (c Config) withDefaults() Config {
 	if c.BlobSweep == 0 {
 		c.BlobSweep = 10 * time.Minute
 	}
+	if c.ContainerCheck == 0 {
+		c.ContainerCheck = time.Minute
+	}
 	if c.DecideTimeout <= 0 {
 		c.DecideTimeout = 30 * time.Second
 	}
@@ -154,10 +162,10 @@ type Service struct {
 	namedMu   sync.Mutex
 	named     map[string]bool // the objects log rows name
 	lastSweep time.Time
+	lastReap  time.Time
 
 	watchMu  sync.Mutex
-	dataW    map[string]map[*Watcher]bool // data and exists watches, by path
-	childW   map[string]map[*Watcher]bool
+	watches  [watchKinds]map[string]map[*Watcher]bool // by kind, then path
 	attached map[int64]*Watcher
 
 	snapshotAt int64 // the newest snapshot this Service wrote or started from (loop only)
@@ -177,15 +185,6 @@ type Service struct {
 	done chan struct{}
 }
 
-// Watcher is one connection's attachment to its session: where that session's watch events go.
-type Watcher struct {
-	session int64
-	notify  func(Event) // called with the replica locked, in zxid order: must not block
-	closed  func()      // the session ended, or attached elsewhere: must not block
-	data    map[string]bool
-	child   map[string]bool
-}
-
 // Caller is who makes a request: its session (0 for none), its authenticated ids and, to set
 // watches, its attachment.
 type Caller struct {
@@ -201,10 +200,12 @@ func New(ctx context.Context, tbl *store.Table, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		tbl: tbl, cfg: cfg.withDefaults(), t: newTree(),
-		dataW: map[string]map[*Watcher]bool{}, childW: map[string]map[*Watcher]bool{},
 		attached: map[int64]*Watcher{}, touched: map[int64]time.Time{}, nextSeq: map[int64]int64{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		blobs: cfg.Blobs, named: map[string]bool{}, lastSweep: time.Now(),
+	}
+	for k := range s.watches {
+		s.watches[k] = map[string]map[*Watcher]bool{}
 	}
 	// A proxy only reads objects, by the names log rows give, and never sweeps or compacts: it
 	// needs no prefix of its own, so it never writes the table's meta row (its identity may not).
@@ -265,8 +266,8 @@ func (s *Service) loop() {
 
 // Tend is one pass of the Service's housekeeping, which its tick runs and a scheduled function
 // (the serverless path's heartbeat) calls: read the log's tail, expire sessions whose heartbeat
-// is older than their timeout, and, unless the Service is a proxy, write a snapshot when one is
-// due and sweep the bucket.
+// is older than their timeout, and, unless the Service is a proxy, delete emptied containers
+// and expired TTL nodes, write a snapshot when one is due and sweep the bucket.
 func (s *Service) Tend(ctx context.Context) error {
 	if err := s.catchUp(ctx, 0); err != nil {
 		return err
@@ -277,6 +278,12 @@ func (s *Service) Tend(ctx context.Context) error {
 	if s.cfg.Waker != nil {
 		return nil
 	}
+	if s.cfg.ContainerCheck > 0 && time.Since(s.lastReap) >= s.cfg.ContainerCheck {
+		if err := s.reap(ctx); err != nil {
+			return err
+		}
+		s.lastReap = time.Now()
+	}
 	if err := s.maybeSnapshot(ctx); err != nil {
 		return err
 	}
@@ -285,6 +292,31 @@ func (s *Service) Tend(ctx context.Context) error {
 			return err
 		}
 		s.lastSweep = time.Now()
+	}
+	return nil
+}
+
+// reap deletes the emptied containers and expired TTL nodes, each with a transaction that
+// checks again, at its zxid, that the node still qualifies: a child created or a TTL node
+// modified since the scan keeps the node.
+func (s *Service) reap(ctx context.Context) error {
+	now := time.Now().UnixMilli()
+	var doomed []string
+	s.mu.RLock()
+	for p, n := range s.t.nodes {
+		if reapable(n, now) {
+			doomed = append(doomed, p)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Strings(doomed)
+	for _, p := range doomed {
+		_, _, _, err := s.write(ctx, &txn{Ops: []Op{{Kind: opDeleteContainer, Path: p, Version: -1}}})
+		switch CodeOf(err) {
+		case OK, NoNode, NotEmpty, BadVersion: // deleted, or no longer to be
+		default:
+			return err
+		}
 	}
 	return nil
 }
@@ -407,52 +439,6 @@ func (s *Service) applyOwn(ctx context.Context, zxid int64, t *txn) error {
 	}
 	s.applyMu.Unlock()
 	return s.catchUp(ctx, zxid)
-}
-
-// fire delivers events to the watches they trigger and ends a closed session's attachment.
-// It runs with the replica write-locked, so deliveries are in zxid order and precede any reply
-// computed on the new state.
-func (s *Service) fire(events []Event, t *txn) {
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	for _, ev := range events {
-		got := map[*Watcher]bool{}
-		take := func(tbl map[string]map[*Watcher]bool, child bool) {
-			for w := range tbl[ev.Path] {
-				got[w] = true
-				if child {
-					delete(w.child, ev.Path)
-				} else {
-					delete(w.data, ev.Path)
-				}
-			}
-			delete(tbl, ev.Path)
-		}
-		switch ev.Type {
-		case NodeCreated, NodeDataChanged:
-			take(s.dataW, false)
-		case NodeDeleted:
-			take(s.dataW, false)
-			take(s.childW, true)
-		case NodeChildrenChanged:
-			take(s.childW, true)
-		}
-		// One event per watcher however many of its watches it fires, in a stable order.
-		ws := make([]*Watcher, 0, len(got))
-		for w := range got {
-			ws = append(ws, w)
-		}
-		sort.Slice(ws, func(i, j int) bool { return ws[i].session < ws[j].session })
-		for _, w := range ws {
-			w.notify(ev)
-		}
-	}
-	if t.Close {
-		if w := s.attached[t.Session]; w != nil {
-			s.detachLocked(w)
-			w.closed()
-		}
-	}
 }
 
 // badEntry is a log entry that cannot be read back, for good: its object is missing or not the
@@ -815,26 +801,6 @@ func (v View) lookup(c Caller, p string, perm int32) (*znode, error) {
 	return n, nil
 }
 
-func (v View) watch(tbl map[string]map[*Watcher]bool, w *Watcher, p string, child bool) {
-	if w == nil {
-		return
-	}
-	v.s.watchMu.Lock()
-	defer v.s.watchMu.Unlock()
-	if v.s.attached[w.session] != w {
-		return // detached: its connection is gone
-	}
-	if tbl[p] == nil {
-		tbl[p] = map[*Watcher]bool{}
-	}
-	tbl[p][w] = true
-	if child {
-		w.child[p] = true
-	} else {
-		w.data[p] = true
-	}
-}
-
 // Get returns a node's data and Stat; watch sets a data watch when the node exists.
 func (v View) Get(c Caller, p string, watch bool) ([]byte, Stat, error) {
 	n, err := v.lookup(c, p, PermRead)
@@ -842,7 +808,7 @@ func (v View) Get(c Caller, p string, watch bool) ([]byte, Stat, error) {
 		return nil, Stat{}, err
 	}
 	if watch {
-		v.watch(v.s.dataW, c.W, p, false)
+		v.watch(dataWatch, c.W, p)
 	}
 	return n.data, n.fullStat(), nil
 }
@@ -862,7 +828,7 @@ func (v View) Exists(c Caller, p string, watch bool) (Stat, error) {
 		return Stat{}, errf(NoAuth, p, "")
 	}
 	if watch {
-		v.watch(v.s.dataW, c.W, p, false)
+		v.watch(dataWatch, c.W, p)
 	}
 	if n == nil {
 		return Stat{}, errf(NoNode, p, "")
@@ -878,7 +844,7 @@ func (v View) Children(c Caller, p string, watch bool) ([]string, Stat, error) {
 		return nil, Stat{}, err
 	}
 	if watch {
-		v.watch(v.s.childW, c.W, p, true)
+		v.watch(childWatch, c.W, p)
 	}
 	out := make([]string, 0, len(n.children))
 	for k := range n.children {
@@ -936,46 +902,6 @@ func (v View) Descendants(c Caller, p string) (int, error) {
 	return count, nil
 }
 
-// SetWatches re-registers a reconnected client's watches as ZooKeeper does: a watch whose event
-// the client missed since relZxid fires now, the others are set.
-func (s *Service) SetWatches(w *Watcher, relZxid int64, data, exist, child []string) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v := View{s}
-	var now []Event
-	for _, p := range data {
-		switch n := s.t.nodes[p]; {
-		case n == nil:
-			now = append(now, Event{Type: NodeDeleted, Path: p})
-		case n.stat.Mzxid > relZxid:
-			now = append(now, Event{Type: NodeDataChanged, Path: p})
-		default:
-			v.watch(s.dataW, w, p, false)
-		}
-	}
-	for _, p := range exist {
-		if s.t.nodes[p] != nil {
-			now = append(now, Event{Type: NodeCreated, Path: p})
-		} else {
-			v.watch(s.dataW, w, p, false)
-		}
-	}
-	for _, p := range child {
-		switch n := s.t.nodes[p]; {
-		case n == nil:
-			now = append(now, Event{Type: NodeDeleted, Path: p})
-		case n.stat.Pzxid > relZxid:
-			now = append(now, Event{Type: NodeChildrenChanged, Path: p})
-		default:
-			v.watch(s.childW, w, p, true)
-		}
-	}
-	for _, ev := range now {
-		ev.Zxid = s.t.zxid
-		w.notify(ev)
-	}
-}
-
 // Attach binds a connection to a live session (verifying its password, and that the client has
 // not seen later state than this replica), replacing any earlier connection of the session.
 // notify receives the session's watch events; closed is called when the session ends or another
@@ -1002,7 +928,7 @@ func (s *Service) Attach(ctx context.Context, id int64, passwd []byte, lastZxidS
 	if err := s.Touch(ctx, id); err != nil {
 		return nil, 0, err
 	}
-	w := &Watcher{session: id, notify: notify, closed: closed, data: map[string]bool{}, child: map[string]bool{}}
+	w := newWatcher(id, notify, closed)
 	s.watchMu.Lock()
 	old := s.attached[id]
 	if old != nil {
@@ -1014,32 +940,6 @@ func (s *Service) Attach(ctx context.Context, id int64, passwd []byte, lastZxidS
 		old.closed()
 	}
 	return w, time.Duration(sess.timeoutMs) * time.Millisecond, nil
-}
-
-// Detach ends a connection's attachment and drops its watches (a reconnect sets them again).
-func (s *Service) Detach(w *Watcher) {
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	s.detachLocked(w)
-}
-
-func (s *Service) detachLocked(w *Watcher) {
-	for p := range w.data {
-		delete(s.dataW[p], w)
-		if len(s.dataW[p]) == 0 {
-			delete(s.dataW, p)
-		}
-	}
-	for p := range w.child {
-		delete(s.childW[p], w)
-		if len(s.childW[p]) == 0 {
-			delete(s.childW, p)
-		}
-	}
-	w.data, w.child = map[string]bool{}, map[string]bool{}
-	if s.attached[w.session] == w {
-		delete(s.attached, w.session)
-	}
 }
 
 func sessionKey(id int64) store.Key {

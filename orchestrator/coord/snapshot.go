@@ -80,7 +80,7 @@ func restore(st *snapState) (*tree, error) {
 			}
 			parent.children[path.Base(p)] = true
 		}
-		if o := n.stat.EphemeralOwner; o != 0 {
+		if o := n.stat.EphemeralOwner; sessionOwned(o) {
 			s := t.sessions[o]
 			if s == nil {
 				return nil, fmt.Errorf("coord: snapshot %d: ephemeral %s of a session it does not hold", st.Zxid, p)
@@ -266,27 +266,8 @@ func (s *Service) jump(ctx context.Context, next int64) error {
 	defer s.mu.Unlock()
 	old := s.t
 	s.t, s.base = t, latest
-	var events []Event
 	s.watchMu.Lock()
-	for p := range s.dataW {
-		was, is := old.nodes[p], t.nodes[p]
-		switch {
-		case is == nil && was != nil:
-			events = append(events, Event{Type: NodeDeleted, Path: p, Zxid: latest})
-		case is != nil && was == nil:
-			events = append(events, Event{Type: NodeCreated, Path: p, Zxid: latest})
-		case is != nil && is.stat.Mzxid > old.zxid:
-			events = append(events, Event{Type: NodeDataChanged, Path: p, Zxid: latest})
-		}
-	}
-	for p := range s.childW {
-		switch n := t.nodes[p]; {
-		case n == nil:
-			events = append(events, Event{Type: NodeDeleted, Path: p, Zxid: latest})
-		case n.stat.Pzxid > old.zxid:
-			events = append(events, Event{Type: NodeChildrenChanged, Path: p, Zxid: latest})
-		}
-	}
+	events := skippedEvents(old, t, s.watches)
 	var ended []*Watcher
 	for id, w := range s.attached {
 		if t.sessions[id] == nil {
@@ -294,12 +275,6 @@ func (s *Service) jump(ctx context.Context, next int64) error {
 		}
 	}
 	s.watchMu.Unlock()
-	slices.SortFunc(events, func(a, b Event) int {
-		if a.Path != b.Path {
-			return strings.Compare(a.Path, b.Path)
-		}
-		return int(a.Type - b.Type)
-	})
 	s.fire(events, &txn{})
 	s.watchMu.Lock()
 	for _, w := range ended {
@@ -310,4 +285,66 @@ func (s *Service) jump(ctx context.Context, next int64) error {
 		w.closed()
 	}
 	return nil
+}
+
+// skippedEvents is what the transactions from old to now would have fired on the watched
+// paths, coalesced per node (a reconnect's answer): sorted by path, then type.
+func skippedEvents(old, now *tree, watches [watchKinds]map[string]map[*Watcher]bool) []Event {
+	type change struct {
+		typ  EventType
+		path string
+	}
+	seen := map[change]bool{}
+	var events []Event
+	add := func(typ EventType, p string, n *znode) {
+		if !seen[change{typ, p}] {
+			seen[change{typ, p}] = true
+			events = append(events, Event{Type: typ, Path: p, Zxid: now.zxid, acl: n.acl})
+		}
+	}
+	data := func(p string) {
+		was, is := old.nodes[p], now.nodes[p]
+		switch {
+		case is == nil && was != nil:
+			add(NodeDeleted, p, was)
+		case is != nil && was == nil:
+			add(NodeCreated, p, is)
+		case is != nil && is.stat.Mzxid > old.zxid:
+			add(NodeDataChanged, p, is)
+		}
+	}
+	child := func(p string) {
+		switch was, is := old.nodes[p], now.nodes[p]; {
+		case is == nil && was != nil:
+			add(NodeDeleted, p, was)
+		case is != nil && is.stat.Pzxid > old.zxid:
+			add(NodeChildrenChanged, p, is)
+		}
+	}
+	for p := range watches[dataWatch] {
+		data(p)
+	}
+	for p := range watches[childWatch] {
+		child(p)
+	}
+	for p := range watches[persistentWatch] {
+		data(p)
+		child(p)
+	}
+	for p := range watches[recursiveWatch] {
+		for _, nodes := range []map[string]*znode{old.nodes, now.nodes} {
+			for q := range nodes {
+				if q == p || p == "/" || strings.HasPrefix(q, p+"/") {
+					data(q)
+				}
+			}
+		}
+	}
+	slices.SortFunc(events, func(a, b Event) int {
+		if a.Path != b.Path {
+			return strings.Compare(a.Path, b.Path)
+		}
+		return int(a.Type - b.Type)
+	})
+	return events
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // A server lagging behind a compaction jumps to the snapshot: it ends with the same state as
-// the others, its watches fire as the skipped transactions would have fired them, writes go on
+// the others, its watches (one-time, persistent and recursive) fire as the skipped transactions
+// would have fired them, writes go on
 // from there, and a new server starts from the snapshot without replaying what it covers.
 func TestSnapshotAndCompaction(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func() *store.Table) {
@@ -38,6 +39,13 @@ func TestSnapshotAndCompaction(t *testing.T) {
 		}
 		sess := newSession(t, lagging, time.Hour)
 		c, ws, _ := attach(t, lagging, sess)
+		persistent, pws, _ := attach(t, lagging, newSession(t, lagging, time.Hour))
+		if err := lagging.AddWatch(persistent, "/", PersistentRecursiveWatch); err != nil {
+			t.Fatal(err)
+		}
+		if err := lagging.AddWatch(persistent, "/p", PersistentWatch); err != nil {
+			t.Fatal(err)
+		}
 		lagging.View(func(v View) {
 			for _, p := range []string{"/a", "/c"} {
 				if _, _, err := v.Get(c, p, true); err != nil {
@@ -82,6 +90,10 @@ func TestSnapshotAndCompaction(t *testing.T) {
 		want := []string{"1 /b", "2 /c", "3 /a", "4 /p"}
 		if got := ws.events(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 			t.Fatalf("watch events %v, want %v", got, want)
+		}
+		want = []string{"1 /b", "1 /p/k", "2 /c", "3 /a", "4 /p"}
+		if got := pws.events(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Fatalf("persistent watches' events %v, want %v", got, want)
 		}
 		// Writes go on through it, past the snapshot.
 		if _, zx, err := lagging.Write(ctx, c, Op{Kind: OpSetData, Path: "/a", Data: []byte("2"), Version: 1}); err != nil || zx != z+1 {

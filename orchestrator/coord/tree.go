@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"path"
 	"sort"
 	"strings"
@@ -32,10 +33,15 @@ func (n *znode) clone() *znode {
 	return &c
 }
 
+// fullStat is the Stat clients see: a container's or a TTL node's ephemeralOwner, which marks
+// its kind, shows as 0, as ZooKeeper shows it.
 func (n *znode) fullStat() Stat {
 	s := n.stat
 	s.DataLength = int32(len(n.data))
 	s.NumChildren = int32(len(n.children))
+	if !sessionOwned(s.EphemeralOwner) {
+		s.EphemeralOwner = 0
+	}
 	return s
 }
 
@@ -105,14 +111,14 @@ func (t *tree) node(p string) *znode    { return t.nodes[p] }
 func (t *tree) mutable(p string) *znode { return t.nodes[p] }
 func (t *tree) put(p string, n *znode) {
 	t.nodes[p] = n
-	if o := n.stat.EphemeralOwner; o != 0 {
+	if o := n.stat.EphemeralOwner; sessionOwned(o) {
 		if s := t.sessions[o]; s != nil {
 			s.ephemerals[p] = true
 		}
 	}
 }
 func (t *tree) remove(p string) {
-	if n := t.nodes[p]; n != nil && n.stat.EphemeralOwner != 0 {
+	if n := t.nodes[p]; n != nil && sessionOwned(n.stat.EphemeralOwner) {
 		if s := t.sessions[n.stat.EphemeralOwner]; s != nil {
 			delete(s.ephemerals, p)
 		}
@@ -286,7 +292,7 @@ func execOp(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
 		m.stat.Mzxid = zxid
 		m.stat.Mtime = t.Time
 		st.put(op.Path, m)
-		return Result{Stat: m.fullStat()}, []Event{{Type: NodeDataChanged, Path: op.Path, Zxid: zxid}}, nil
+		return Result{Stat: m.fullStat()}, []Event{{Type: NodeDataChanged, Path: op.Path, Zxid: zxid, acl: m.acl}}, nil
 	case OpSetACL:
 		n := st.node(op.Path)
 		if n == nil {
@@ -307,6 +313,18 @@ func execOp(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
 		m.stat.Aversion++
 		st.put(op.Path, m)
 		return Result{Stat: m.fullStat()}, nil, nil
+	case opDeleteContainer:
+		n := st.node(op.Path)
+		if n == nil {
+			return Result{}, nil, errf(NoNode, op.Path, "")
+		}
+		if len(n.children) > 0 {
+			return Result{}, nil, errf(NotEmpty, op.Path, "")
+		}
+		if !reapable(n, t.Time) {
+			return Result{}, nil, errf(BadVersion, op.Path, "not an emptied container or an expired TTL node")
+		}
+		return Result{}, deleteNode(st, op.Path, zxid, nil), nil
 	case OpCheck:
 		n := st.node(op.Path)
 		if n == nil {
@@ -324,8 +342,14 @@ func execOp(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
 }
 
 func create(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
-	if op.Mode < Persistent || op.Mode > EphemeralSequential {
-		return Result{}, nil, errf(Unimplemented, op.Path, "create mode %d (containers and TTL nodes are not implemented)", op.Mode)
+	if op.Mode < Persistent || op.Mode > PersistentSequentialWithTTL {
+		return Result{}, nil, errf(BadArguments, op.Path, "create mode %d", op.Mode)
+	}
+	if op.Mode.ttl() && (op.TTL <= 0 || op.TTL > MaxTTL) {
+		return Result{}, nil, errf(BadArguments, op.Path, "TTL %d ms is not in 1..%d", op.TTL, int64(MaxTTL))
+	}
+	if !op.Mode.ttl() && op.TTL != 0 {
+		return Result{}, nil, errf(BadArguments, op.Path, "a TTL on a node of mode %d", op.Mode)
 	}
 	if len(op.Data) > MaxData {
 		return Result{}, nil, errf(BadArguments, op.Path, "data of %d bytes exceeds %d", len(op.Data), MaxData)
@@ -356,14 +380,19 @@ func create(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
 	if st.node(p) != nil {
 		return Result{}, nil, errf(NodeExists, p, "")
 	}
-	if parent.stat.EphemeralOwner != 0 {
+	if sessionOwned(parent.stat.EphemeralOwner) {
 		return Result{}, nil, errf(NoChildrenForEphemerals, p, "")
 	}
 	n := &znode{data: op.Data, acl: acl, children: map[string]bool{}, stat: Stat{
 		Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: t.Time, Mtime: t.Time,
 	}}
-	if op.Mode.ephemeral() {
+	switch {
+	case op.Mode.ephemeral():
 		n.stat.EphemeralOwner = t.Session
+	case op.Mode == Container:
+		n.stat.EphemeralOwner = containerOwner
+	case op.Mode.ttl():
+		n.stat.EphemeralOwner = ttlOwner | op.TTL
 	}
 	pm := st.mutable(parentPath)
 	pm.children[path.Base(p)] = true
@@ -373,8 +402,8 @@ func create(st state, t *txn, op Op, zxid int64) (Result, []Event, *Error) {
 	st.put(parentPath, pm)
 	st.put(p, n)
 	return Result{Path: p, Stat: n.fullStat()}, []Event{
-		{Type: NodeCreated, Path: p, Zxid: zxid},
-		{Type: NodeChildrenChanged, Path: parentPath, Zxid: zxid},
+		{Type: NodeCreated, Path: p, Zxid: zxid, acl: n.acl},
+		{Type: NodeChildrenChanged, Path: parentPath, Zxid: zxid, acl: pm.acl},
 	}, nil
 }
 
@@ -385,8 +414,35 @@ func deleteNode(st state, p string, zxid int64, events []Event) []Event {
 	pm.stat.Cversion++
 	pm.stat.Pzxid = zxid
 	st.put(parentPath, pm)
+	acl := st.node(p).acl
 	st.remove(p)
-	return append(events, Event{Type: NodeDeleted, Path: p, Zxid: zxid}, Event{Type: NodeChildrenChanged, Path: parentPath, Zxid: zxid})
+	return append(events, Event{Type: NodeDeleted, Path: p, Zxid: zxid, acl: acl},
+		Event{Type: NodeChildrenChanged, Path: parentPath, Zxid: zxid, acl: pm.acl})
+}
+
+// The ephemeralOwner ZooKeeper gives containers and TTL nodes (its EphemeralType). Sessions'
+// ids are positive; these are negative.
+const (
+	containerOwner int64 = math.MinInt64
+	ttlOwner       int64 = -1 << 56 // 0xff00000000000000 | the TTL in ms
+)
+
+func sessionOwned(owner int64) bool { return owner > 0 }
+
+// reapable reports whether the heartbeat deletes n at time now (ms): an emptied container (one
+// never given a child stays, as ZooKeeper's does by default), or a TTL node without children
+// not modified for longer than its TTL.
+func reapable(n *znode, now int64) bool {
+	if len(n.children) > 0 {
+		return false
+	}
+	switch o := n.stat.EphemeralOwner; {
+	case o == containerOwner:
+		return n.stat.Cversion > 0
+	case o&ttlOwner == ttlOwner && o&^ttlOwner <= MaxTTL:
+		return now-n.stat.Mtime > o&^ttlOwner
+	}
+	return false
 }
 
 func parentOf(p string) string {

@@ -44,6 +44,7 @@ const (
 	SessionExpired          Code = -112
 	InvalidACL              Code = -114
 	AuthFailed              Code = -115
+	NoWatcher               Code = -121
 )
 
 var codeNames = map[Code]string{
@@ -52,6 +53,7 @@ var codeNames = map[Code]string{
 	APIError: "APIError", NoNode: "NoNode", NoAuth: "NoAuth", BadVersion: "BadVersion",
 	NoChildrenForEphemerals: "NoChildrenForEphemerals", NodeExists: "NodeExists", NotEmpty: "NotEmpty",
 	SessionExpired: "SessionExpired", InvalidACL: "InvalidACL", AuthFailed: "AuthFailed",
+	NoWatcher: "NoWatcher",
 }
 
 func (c Code) String() string {
@@ -140,16 +142,29 @@ var OpenACLUnsafe = []ACL{{Perms: PermAll, ID: ID{Scheme: "world", ID: "anyone"}
 // Mode is a create mode, numbered as ZooKeeper's CreateMode flags.
 type Mode int32
 
-// The create modes. Containers and TTL nodes are not implemented (Unimplemented).
+// The create modes.
 const (
 	Persistent           Mode = 0
 	Ephemeral            Mode = 1
 	PersistentSequential Mode = 2
 	EphemeralSequential  Mode = 3
+	// Container is a persistent node deleted once it has had children and has none left.
+	Container Mode = 4
+	// PersistentWithTTL is a persistent node deleted once it has no children and has not been
+	// modified for its Op.TTL.
+	PersistentWithTTL           Mode = 5
+	PersistentSequentialWithTTL Mode = 6
 )
 
-func (m Mode) ephemeral() bool  { return m == Ephemeral || m == EphemeralSequential }
-func (m Mode) sequential() bool { return m == PersistentSequential || m == EphemeralSequential }
+func (m Mode) ephemeral() bool { return m == Ephemeral || m == EphemeralSequential }
+func (m Mode) sequential() bool {
+	return m == PersistentSequential || m == EphemeralSequential || m == PersistentSequentialWithTTL
+}
+func (m Mode) ttl() bool { return m == PersistentWithTTL || m == PersistentSequentialWithTTL }
+
+// MaxTTL is the longest TTL a node may have: ZooKeeper's, in ms (it fits in 40 bits of the
+// node's ephemeralOwner).
+const MaxTTL = 1<<40 - 1
 
 // OpKind is a write operation, numbered as ZooKeeper's opcodes.
 type OpKind int32
@@ -161,9 +176,12 @@ const (
 	OpSetData OpKind = 5
 	OpSetACL  OpKind = 7
 	OpCheck   OpKind = 13
+	// opDeleteContainer is the heartbeat's deletion of an empty container or an expired TTL
+	// node (ZooKeeper's deleteContainer), which holds only while the node still qualifies.
+	opDeleteContainer OpKind = 20
 )
 
-// Op is one write: create (Path, Data, ACL, Mode), delete (Path, Version), setData (Path, Data,
+// Op is one write: create (Path, Data, ACL, Mode, TTL for the TTL modes), delete (Path, Version), setData (Path, Data,
 // Version), setACL (Path, ACL, Version: the ACL version) or check (Path, Version). Version -1
 // matches any version.
 type Op struct {
@@ -172,6 +190,7 @@ type Op struct {
 	Data    []byte `json:"d"` // null and empty differ: a client reads back which it wrote
 	ACL     []ACL  `json:"a,omitempty"`
 	Mode    Mode   `json:"m,omitempty"`
+	TTL     int64  `json:"ttl,omitempty"` // ms
 	Version int32  `json:"v"`
 }
 
@@ -223,12 +242,41 @@ const (
 	NodeChildrenChanged EventType = 4
 )
 
-// Event is a fired one-time watch.
+// Event is a change a watch reports.
 type Event struct {
 	Type EventType
 	Path string
 	Zxid int64
+	// acl is the ACL of the node the event is about when it happened (the deleted node's, the
+	// parent's for NodeChildrenChanged): as ZooKeeper 3.9 does, a watcher without READ on it is
+	// not told (a recursive watch must not reveal nodes its session cannot read).
+	acl []ACL
 }
+
+// WatchMode is how AddWatch watches a path: ZooKeeper's AddWatchMode.
+type WatchMode int32
+
+// The modes of AddWatch.
+const (
+	// PersistentWatch reports every NodeCreated, NodeDataChanged, NodeDeleted and
+	// NodeChildrenChanged of the path, and stays set.
+	PersistentWatch WatchMode = 0
+	// PersistentRecursiveWatch reports every NodeCreated, NodeDataChanged and NodeDeleted of
+	// the path and of every node under it (no NodeChildrenChanged), and stays set.
+	PersistentRecursiveWatch WatchMode = 1
+)
+
+// WatcherType selects the watches RemoveWatches removes: ZooKeeper's Watcher.WatcherType.
+type WatcherType int32
+
+// The watcher types.
+const (
+	ChildWatches               WatcherType = 1 // one-time child watches
+	DataWatches                WatcherType = 2 // one-time data and exists watches
+	AnyWatches                 WatcherType = 3 // every watch, of any mode
+	PersistentWatches          WatcherType = 4
+	PersistentRecursiveWatches WatcherType = 5
+)
 
 // MaxData is the largest znode data accepted: ZooKeeper's 1 MB jute.maxbuffer order of size.
 const MaxData = 1 << 20

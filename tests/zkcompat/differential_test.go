@@ -19,7 +19,7 @@ import (
 )
 
 // startEndpoint serves ssfkit's coordination service on storeURL at a fresh 127.0.0.1 port,
-// with ZooKeeper's session bounds as testservers.ZooKeeper configures them.
+// with ZooKeeper's session bounds and container check as testservers.ZooKeeper configures them.
 func startEndpoint(t *testing.T, storeURL string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -27,7 +27,7 @@ func startEndpoint(t *testing.T, storeURL string) string {
 		t.Fatal(err)
 	}
 	srv, err := coordserve.Start(context.Background(), storeURL, "", ln,
-		coord.Config{MinSessionTimeout: 400 * time.Millisecond, MaxSessionTimeout: time.Minute}, t.Logf)
+		coord.Config{MinSessionTimeout: 400 * time.Millisecond, MaxSessionTimeout: time.Minute, ContainerCheck: 200 * time.Millisecond}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +187,45 @@ func TestZkCliOnSsfkit(t *testing.T) {
 	for name, addr := range map[string]string{"server": startEndpoint(t, "mem://zkcli"), "serverless": startServerless(t, "mem://zkcli-serverless")} {
 		if got := zkCli(t, addr); got != want {
 			t.Errorf("zkCli differs on ssfkit's %s %s\nZooKeeper:\n%s\nssfkit:\n%s", name, firstDifference(strings.Split(want, "\n"), strings.Split(got, "\n")), want, got)
+		}
+	}
+}
+
+// watchProbe runs testdata/WatchProbe.java, a program on ZooKeeper's own Java client, against
+// server under a fresh root and returns what it printed.
+func watchProbe(t *testing.T, server string) string {
+	t.Helper()
+	cp, err := testservers.ZooKeeperClasspath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	java, err := testservers.Java()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(java, "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
+		"testdata/WatchProbe.java", server, newRoot())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("WatchProbe against %s: %v\n%s\n%s", server, err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// ZooKeeper's Java client sees the same persistent and recursive watches (addWatch), their
+// removal, their reset after a reconnect (setWatches2), events withheld by ACL and multiRead
+// results on ssfkit's endpoint, a server's and the serverless path's, as on the real server.
+func TestJavaClientWatchesOnSsfkit(t *testing.T) {
+	zookeeper := testservers.ZooKeeper.Addr(t)
+	want := watchProbe(t, zookeeper)
+	t.Log("\n" + want)
+	if again := watchProbe(t, zookeeper); again != want {
+		t.Fatalf("the probe is not deterministic on ZooKeeper %s", firstDifference(strings.Split(want, "\n"), strings.Split(again, "\n")))
+	}
+	for name, addr := range map[string]string{"server": startEndpoint(t, "mem://watchprobe"), "serverless": startServerless(t, "mem://watchprobe-serverless")} {
+		if got := watchProbe(t, addr); got != want {
+			t.Errorf("the Java client sees otherwise on ssfkit's %s %s\nZooKeeper:\n%s\nssfkit:\n%s", name, firstDifference(strings.Split(want, "\n"), strings.Split(got, "\n")), want, got)
 		}
 	}
 }

@@ -201,6 +201,16 @@ func (c *client) create(path string, value []byte, flags int32, acl []zk.ACL) st
 	return got
 }
 
+func (c *client) createContainer(path string) {
+	got, err := c.conn.CreateContainer(path, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+	c.tr.add("%s createContainer %s -> %q %s", c.name, path, got, errName(err))
+}
+
+func (c *client) createTTL(path string, flags int32, ttl time.Duration) {
+	got, err := c.conn.CreateTTL(path, nil, flags, zk.WorldACL(zk.PermAll), ttl)
+	c.tr.add("%s createTTL %s flags=%d ttl=%v -> %q %s", c.name, path, flags, ttl, got, errName(err))
+}
+
 func (c *client) get(path string) {
 	v, s, err := c.conn.Get(path)
 	c.tr.add("%s get %s -> %s %s %s", c.name, path, data(v), c.stat(s), errName(err))

@@ -221,4 +221,33 @@ var scenarios = []struct {
 		a.get(r.path("/r/eph"))
 		a.set(r.path("/r/eph"), []byte("after"), 0)
 	}},
+	{"containers-and-ttl", func(r *run) {
+		a := r.open("A", 10*time.Second, false)
+		box, never, ttl := r.path("/box"), r.path("/never"), r.path("/ttl")
+		a.createContainer(box)
+		a.createContainer(never) // never given a child: it stays
+		a.get(box)
+		a.create(box+"/kid", nil, 0, nil)
+		a.create(box+"/kid/grandkid", nil, 0, nil)             // a container's child's child is no concern of it
+		a.create(r.path("/plain"), nil, zk.FlagContainer, nil) // a container flag on a plain create: a plain node
+		a.get(r.path("/plain"))
+		a.createTTL(ttl, zk.FlagTTL, 300*time.Millisecond)
+		a.createTTL(ttl+"-parent", zk.FlagTTL, 300*time.Millisecond)
+		a.create(ttl+"-parent/kid", nil, 0, nil) // a TTL node with a child stays
+		a.get(ttl)
+		a.createTTL(r.path("/seq-"), zk.FlagPersistentSequentialWithTTL, time.Hour)
+		a.createTTL(r.path("/zero"), zk.FlagTTL, 0)
+		a.createTTL(r.path("/ephemeral-ttl"), zk.FlagEphemeral, time.Second)
+		w := a.existsW(ttl)
+		w.fired()
+		a.delete(box+"/kid/grandkid", -1)
+		a.exists(box)
+		w = a.existsW(box)
+		a.delete(box+"/kid", -1)
+		w.fired()
+		a.exists(box)
+		a.exists(never)
+		a.exists(ttl + "-parent")
+		a.children(r.path(""))
+	}},
 }

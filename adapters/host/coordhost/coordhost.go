@@ -77,7 +77,9 @@ type Function struct {
 // A warm function keeps it, so later invocations read only the log's new entries.
 func Open(ctx context.Context, cfg Config) (*Function, error) {
 	f := &Function{Config: cfg}
-	ccfg := coord.Config{Tick: -1, SnapshotEvery: cfg.SnapshotEvery}
+	// Each heartbeat pass looks for emptied containers and expired TTL nodes: the schedule is
+	// the check's period.
+	ccfg := coord.Config{Tick: -1, SnapshotEvery: cfg.SnapshotEvery, ContainerCheck: time.Nanosecond}
 	if cfg.Blobs != "" {
 		b, err := coordblob.Open(ctx, cfg.Blobs)
 		if err != nil {

@@ -44,13 +44,17 @@ const (
 	opCheck           = 13
 	opMulti           = 14
 	opCreate2         = 15
+	opCheckWatches    = 17
+	opRemoveWatches   = 18
 	opCreateContainer = 19
 	opCreateTTL       = 21
+	opMultiRead       = 22
 	opSetAuth         = 100
 	opSetWatches      = 101
 	opGetEphemerals   = 103
 	opGetAllChildren  = 104
 	opSetWatches2     = 105
+	opAddWatch        = 106
 	opClose           = -11
 	opError           = -1
 
@@ -404,32 +408,40 @@ func (c *conn) handle(xid, op int32, r *reader) (closing bool, err error) {
 			return true, nil
 		}
 		c.auth = append(c.auth, coord.ID{Scheme: "digest", ID: id})
+		svc.Authenticate(c.w, c.auth)
 		c.send(frame(xid, svc.LastZxid(), coord.OK, nil))
 	case opSetWatches, opSetWatches2:
 		rel := r.int64()
-		data, exist, child := r.strings(), r.strings(), r.strings()
-		if op == opSetWatches2 && (len(r.strings()) > 0 || len(r.strings()) > 0) {
-			c.send(frame(xid, svc.LastZxid(), coord.Unimplemented, nil))
-			return false, r.err
+		l := coord.WatchLists{Data: r.strings(), Exist: r.strings(), Child: r.strings()}
+		if op == opSetWatches2 {
+			l.Persistent, l.Recursive = r.strings(), r.strings()
 		}
 		if r.err != nil {
 			return false, r.err
 		}
-		svc.SetWatches(c.w, rel, data, exist, child)
+		svc.SetWatches(c.w, rel, l)
 		c.send(frame(xid, svc.LastZxid(), coord.OK, nil))
-	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
-		p, data, acl, flags := r.string(), r.buffer(), r.acls(), r.int32()
-		if op == opCreateTTL {
-			r.int64() // ttl
-		}
+	case opAddWatch:
+		p, mode := r.string(), r.int32()
 		if r.err != nil {
 			return false, r.err
 		}
-		mode := coord.Mode(flags)
-		if op == opCreateContainer || op == opCreateTTL {
-			mode = -1 // refused by the Service as Unimplemented
+		err := svc.AddWatch(cl, p, coord.WatchMode(mode))
+		// ZooKeeper answers an ErrorResponse holding 0.
+		c.reply(xid, svc.LastZxid(), err, func(w *writer) { w.int32(0) })
+	case opCheckWatches, opRemoveWatches:
+		p, typ := r.string(), r.int32()
+		if r.err != nil {
+			return false, r.err
 		}
-		c.write(xid, coord.Op{Kind: coord.OpCreate, Path: p, Data: data, ACL: acl, Mode: mode}, func(res coord.Result) func(w *writer) {
+		err := svc.RemoveWatches(cl, p, coord.WatcherType(typ), op == opRemoveWatches)
+		c.reply(xid, svc.LastZxid(), err, nil)
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+		create := readCreate(op, r)
+		if r.err != nil {
+			return false, r.err
+		}
+		c.write(xid, create, func(res coord.Result) func(w *writer) {
 			return func(w *writer) {
 				w.string(res.Path)
 				if op != opCreate {
@@ -519,6 +531,8 @@ func (c *conn) handle(xid, op int32, r *reader) (closing bool, err error) {
 		})
 	case opMulti:
 		return false, c.multi(xid, r)
+	case opMultiRead:
+		return false, c.multiRead(xid, r)
 	case opClose:
 		// Detach first: the close would otherwise end this connection before its reply.
 		svc.Detach(c.w)
@@ -529,6 +543,31 @@ func (c *conn) handle(xid, op int32, r *reader) (closing bool, err error) {
 		c.send(frame(xid, svc.LastZxid(), coord.Unimplemented, nil))
 	}
 	return false, nil
+}
+
+// readCreate decodes a create request of type op: create and create2 carry the mode in their
+// flags, createContainer is a container whatever its flags, and createTTL a TTL node's TTL.
+func readCreate(op int32, r *reader) coord.Op {
+	create := coord.Op{Kind: coord.OpCreate, Path: r.string(), Data: r.buffer(), ACL: r.acls(), Mode: coord.Mode(r.int32())}
+	switch op {
+	case opCreate, opCreate2:
+		if create.Mode == coord.Container {
+			create.Mode = coord.Persistent // ZooKeeper logs a plain create as such, whatever its flags
+		}
+	case opCreateContainer:
+		create.Mode = coord.Container
+	case opCreateTTL:
+		switch ttl := r.int64(); {
+		case create.Mode == coord.PersistentWithTTL || create.Mode == coord.PersistentSequentialWithTTL:
+			create.TTL = ttl
+			if ttl == 0 {
+				create.TTL = -1 // a TTL the Service refuses, not "none"
+			}
+		case ttl >= 0:
+			create.Mode = -1 // a TTL for a mode without one: BadArguments, as ZooKeeper answers
+		}
+	}
+	return create
 }
 
 // multi decodes a MultiTxn (op headers and records up to a done header), runs it and answers
@@ -548,12 +587,9 @@ func (c *conn) multi(xid int32, r *reader) error {
 		var op coord.Op
 		switch typ {
 		case opCreate, opCreate2, opCreateContainer, opCreateTTL:
-			op = coord.Op{Kind: coord.OpCreate, Path: r.string(), Data: r.buffer(), ACL: r.acls(), Mode: coord.Mode(r.int32())}
-			if typ == opCreateTTL {
-				r.int64()
-			}
-			if typ == opCreateContainer || typ == opCreateTTL {
-				op.Mode = -1
+			op = readCreate(typ, r)
+			if typ != opCreate {
+				typ = opCreate2 // ZooKeeper answers containers' and TTL nodes' creates as create2's
 			}
 		case opDelete:
 			op = coord.Op{Kind: coord.OpDelete, Path: r.string(), Version: r.int32()}
@@ -602,5 +638,79 @@ func (c *conn) multi(xid int32, r *reader) error {
 		w.bool(true)
 		w.int32(-1)
 	}))
+	return nil
+}
+
+// multiRead answers a multi of getData and getChildren (ZooKeeper's multiRead) from one view:
+// each op's result or its own error, never the whole request's.
+func (c *conn) multiRead(xid int32, r *reader) error {
+	type read struct {
+		typ   int32
+		path  string
+		watch bool
+	}
+	var reads []read
+	for {
+		typ, done := r.int32(), r.bool()
+		r.int32() // err: unused in requests
+		if r.err != nil {
+			return r.err
+		}
+		if done {
+			break
+		}
+		if typ != opGetData && typ != opGetChildren {
+			return fmt.Errorf("multiRead op type %d", typ)
+		}
+		reads = append(reads, read{typ: typ, path: r.string(), watch: r.bool()})
+	}
+	if r.err != nil {
+		return r.err
+	}
+	cl := c.caller()
+	c.read(xid, func(v coord.View) (func(w *writer), error) {
+		type result struct {
+			data []byte
+			kids []string
+			stat coord.Stat
+			err  coord.Code
+		}
+		results := make([]result, len(reads))
+		for i, rd := range reads {
+			var err error
+			if rd.typ == opGetData {
+				results[i].data, results[i].stat, err = v.Get(cl, rd.path, rd.watch)
+			} else {
+				results[i].kids, _, err = v.Children(cl, rd.path, rd.watch)
+			}
+			if coord.CodeOf(err) == coord.SystemError {
+				return nil, err // not the op's: the service cannot serve
+			}
+			results[i].err = coord.CodeOf(err)
+		}
+		return func(w *writer) {
+			for i, rs := range results {
+				if rs.err != coord.OK {
+					w.int32(opError)
+					w.bool(false)
+					w.int32(int32(rs.err))
+					w.int32(int32(rs.err))
+					continue
+				}
+				w.int32(reads[i].typ)
+				w.bool(false)
+				w.int32(0)
+				if reads[i].typ == opGetData {
+					w.buffer(rs.data)
+					w.stat(rs.stat)
+				} else {
+					w.strings(rs.kids)
+				}
+			}
+			w.int32(-1)
+			w.bool(true)
+			w.int32(-1)
+		}, nil
+	})
 	return nil
 }

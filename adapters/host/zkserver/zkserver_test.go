@@ -177,9 +177,11 @@ func TestCRUDWithStats(t *testing.T) {
 		if !reflect.DeepEqual(root, []string{"app", "zookeeper"}) {
 			t.Fatalf("root: %v", root)
 		}
-		_, err = c.CreateContainer("/box", nil, zk.FlagContainer, open)
-		if err == nil || !strings.Contains(err.Error(), "-6") {
-			t.Fatalf("container: %v, want Unimplemented (-6)", err)
+		if p, err := c.CreateContainer("/box", nil, zk.FlagContainer, open); err != nil || p != "/box" {
+			t.Fatalf("container: %q %v", p, err)
+		}
+		if _, err := c.CreateTTL("/ttl", nil, zk.FlagTTL, open, 0); !errors.Is(err, zk.ErrBadArguments) {
+			t.Fatalf("a TTL of 0: %v, want BadArguments", err)
 		}
 	})
 }
