@@ -124,7 +124,7 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *containerCheck < 0 {
+	if action == "serve" && *containerCheck <= 0 {
 		return &cliUsageError{err: fmt.Errorf("%s: --container-check %v: want a positive period", cmd, *containerCheck)}
 	}
 	cfg := coord.Config{MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout, SnapshotEvery: *snapshotEvery, Tick: *tick, ContainerCheck: *containerCheck}
