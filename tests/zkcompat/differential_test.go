@@ -129,6 +129,21 @@ func TestKazooRecipesOnSsfkit(t *testing.T) {
 	})
 }
 
+// javaClient is a command running main (a class, or a source file java compiles) with
+// ZooKeeper's client jars, quietly and quick to start.
+func javaClient(t *testing.T, main string, args ...string) *exec.Cmd {
+	t.Helper()
+	cp, err := testservers.ZooKeeperClasspath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	java, err := testservers.Java()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec.Command(java, append([]string{"-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, main}, args...)...)
+}
+
 // zkCliScript is a session of ZooKeeper's own command-line client, typed on its standard input.
 const zkCliScript = `create /zkcli hello
 create -s /zkcli/s- x
@@ -150,16 +165,7 @@ quit
 // between servers by design (zxids, times, the address).
 func zkCli(t *testing.T, server string) string {
 	t.Helper()
-	cp, err := testservers.ZooKeeperClasspath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	java, err := testservers.Java()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(java, "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
-		"org.apache.zookeeper.ZooKeeperMain", "-server", server)
+	cmd := javaClient(t, "org.apache.zookeeper.ZooKeeperMain", "-server", server)
 	cmd.Stdin = strings.NewReader(zkCliScript)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -195,16 +201,7 @@ func TestZkCliOnSsfkit(t *testing.T) {
 // server under a fresh root and returns what it printed.
 func watchProbe(t *testing.T, server string) string {
 	t.Helper()
-	cp, err := testservers.ZooKeeperClasspath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	java, err := testservers.Java()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(java, "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
-		"testdata/WatchProbe.java", server, newRoot())
+	cmd := javaClient(t, "testdata/WatchProbe.java", server, newRoot())
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -161,3 +161,38 @@ func (w *writer) stat(s coord.Stat) {
 	w.int32(s.NumChildren)
 	w.int64(s.Pzxid)
 }
+
+// eachMultiOp reads a multi request's op headers (MultiHeader) up to the done one, calling op
+// with each op's type to read its record; it stops at op's error or a short request.
+func (r *reader) eachMultiOp(op func(typ int32) error) error {
+	for {
+		typ, done := r.int32(), r.bool()
+		r.int32() // err: unused in requests
+		if r.err != nil || done {
+			return r.err
+		}
+		if err := op(typ); err != nil {
+			return err
+		}
+		if r.err != nil {
+			return r.err
+		}
+	}
+}
+
+// multiResult writes a multi reply's header for an op's result of type typ (opError with its
+// error, which ZooKeeper repeats as the body), and multiEnd the done header that ends the reply.
+func (w *writer) multiResult(typ int32, err coord.Code) {
+	w.int32(typ)
+	w.bool(false)
+	w.int32(int32(err))
+	if typ == opError {
+		w.int32(int32(err))
+	}
+}
+
+func (w *writer) multiEnd() {
+	w.int32(-1)
+	w.bool(true)
+	w.int32(-1)
+}

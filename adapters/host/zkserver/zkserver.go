@@ -575,15 +575,7 @@ func readCreate(op int32, r *reader) coord.Op {
 func (c *conn) multi(xid int32, r *reader) error {
 	var ops []coord.Op
 	var types []int32
-	for {
-		typ, done := r.int32(), r.bool()
-		r.int32() // err: unused in requests
-		if r.err != nil {
-			return r.err
-		}
-		if done {
-			break
-		}
+	err := r.eachMultiOp(func(typ int32) error {
 		var op coord.Op
 		switch typ {
 		case opCreate, opCreate2, opCreateContainer, opCreateTTL:
@@ -602,9 +594,10 @@ func (c *conn) multi(xid int32, r *reader) error {
 		}
 		ops = append(ops, op)
 		types = append(types, typ)
-	}
-	if r.err != nil {
-		return r.err
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	res, zxid, err := c.srv.svc.Multi(c.srv.ctx, c.caller(), ops)
 	if err != nil && len(res) != len(ops) {
@@ -615,15 +608,10 @@ func (c *conn) multi(xid int32, r *reader) error {
 	c.send(frame(xid, zxid, coord.OK, func(w *writer) {
 		for i, rs := range res {
 			if err != nil {
-				w.int32(opError)
-				w.bool(false)
-				w.int32(int32(rs.Err))
-				w.int32(int32(rs.Err))
+				w.multiResult(opError, rs.Err)
 				continue
 			}
-			w.int32(types[i])
-			w.bool(false)
-			w.int32(0)
+			w.multiResult(types[i], coord.OK)
 			switch types[i] {
 			case opCreate:
 				w.string(rs.Path)
@@ -634,9 +622,7 @@ func (c *conn) multi(xid int32, r *reader) error {
 				w.stat(rs.Stat)
 			}
 		}
-		w.int32(-1)
-		w.bool(true)
-		w.int32(-1)
+		w.multiEnd()
 	}))
 	return nil
 }
@@ -650,22 +636,15 @@ func (c *conn) multiRead(xid int32, r *reader) error {
 		watch bool
 	}
 	var reads []read
-	for {
-		typ, done := r.int32(), r.bool()
-		r.int32() // err: unused in requests
-		if r.err != nil {
-			return r.err
-		}
-		if done {
-			break
-		}
+	err := r.eachMultiOp(func(typ int32) error {
 		if typ != opGetData && typ != opGetChildren {
 			return fmt.Errorf("multiRead op type %d", typ)
 		}
 		reads = append(reads, read{typ: typ, path: r.string(), watch: r.bool()})
-	}
-	if r.err != nil {
-		return r.err
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	cl := c.caller()
 	c.read(xid, func(v coord.View) (func(w *writer), error) {
@@ -691,15 +670,10 @@ func (c *conn) multiRead(xid int32, r *reader) error {
 		return func(w *writer) {
 			for i, rs := range results {
 				if rs.err != coord.OK {
-					w.int32(opError)
-					w.bool(false)
-					w.int32(int32(rs.err))
-					w.int32(int32(rs.err))
+					w.multiResult(opError, rs.err)
 					continue
 				}
-				w.int32(reads[i].typ)
-				w.bool(false)
-				w.int32(0)
+				w.multiResult(reads[i].typ, coord.OK)
 				if reads[i].typ == opGetData {
 					w.buffer(rs.data)
 					w.stat(rs.stat)
@@ -707,9 +681,7 @@ func (c *conn) multiRead(xid int32, r *reader) error {
 					w.strings(rs.kids)
 				}
 			}
-			w.int32(-1)
-			w.bool(true)
-			w.int32(-1)
+			w.multiEnd()
 		}, nil
 	})
 	return nil
