@@ -76,8 +76,9 @@ func TestBenchCoordReport(t *testing.T) {
 	}
 	for _, s := range rep.Stages {
 		for _, st := range s.Stages {
-			// The writer's Decide of the last set may end after the proxy saw its decision.
-			if decide := st.Stage == "of which the writer's Decide"; (st.N != 6 && !decide) || (decide && st.N < 5) || st.P99US < st.P50US {
+			// A Decide that finds the next set's request already stored decides it too, so the
+			// last two sets' Decides may both end after the proxy saw the last decision.
+			if decide := st.Stage == "of which the writer's Decide"; (st.N != 6 && !decide) || (decide && (st.N < 4 || st.N > 6)) || st.P99US < st.P50US {
 				t.Errorf("%s stage %s: %+v", s.Target, st.Stage, st)
 			}
 		}
