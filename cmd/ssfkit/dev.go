@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/ssfkit/ssfkit/internal/apps"
+	"github.com/ssfkit/ssfkit/internal/telemetry"
 
 	"context"
 	"errors"
@@ -86,6 +87,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	stopTelemetry, err := telemetry.Start(ctx, "ssfkit-dev")
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer stopTelemetry(context.WithoutCancel(ctx))
 	if err := checkListenAddr("dev", "--addr", *addr, *public); err != nil {
 		return &cliUsageError{err: err}
 	}

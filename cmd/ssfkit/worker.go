@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/ssfkit/ssfkit/internal/apps"
+	"github.com/ssfkit/ssfkit/internal/telemetry"
 
 	"context"
 	"errors"
@@ -39,6 +40,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	stopTelemetry, err := telemetry.Start(ctx, "ssfkit-worker")
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer stopTelemetry(context.WithoutCancel(ctx))
 	ex, ok := apps.Lookup(*appName)
 	if !ok {
 		return &cliUsageError{err: fmt.Errorf("worker: --app %q: want %s", *appName, appChoices())}

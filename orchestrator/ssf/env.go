@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"strconv"
 	"time"
 
@@ -40,6 +42,7 @@ type Env struct {
 	// before the next externally visible effect, so entries travel together in one batch then
 	// (flush), and with the done mark for reads after the last effect.
 	unlogged []unloggedRead
+	stepSpan trace.Span // the step being taken, when tracing records (traceStep)
 }
 
 type unloggedRead struct {
@@ -115,6 +118,9 @@ func (e *Env) begin() (int, error) {
 	}
 	s := e.step
 	e.step++
+	if e.stepSpan != nil {
+		e.stepSpan.SetAttributes(attribute.Int("ssf.step", s))
+	}
 	return s, nil
 }
 
@@ -128,7 +134,8 @@ func (e *Env) fail(err error) error {
 
 // Read returns the current value of key in table (nil when absent), exactly once: a
 // re-execution returns the value logged by the first execution that reached this step.
-func (e *Env) Read(table, key string) (json.RawMessage, error) {
+func (e *Env) Read(table, key string) (_ json.RawMessage, err error) {
+	defer e.traceStep("read", itemAttrs(table, key)...)(&err)
 	if err := validItem(table, key); err != nil {
 		return nil, err
 	}
@@ -162,7 +169,8 @@ func (e *Env) ReadInto(table, key string, dst any) (found bool, err error) {
 }
 
 // Write sets key in table to value (any JSON-encodable value; nil stores null), exactly once.
-func (e *Env) Write(table, key string, value any) error {
+func (e *Env) Write(table, key string, value any) (err error) {
+	defer e.traceStep("write", itemAttrs(table, key)...)(&err)
 	val, err := e.encodeValue(table, key, value)
 	if err != nil {
 		return err
@@ -185,7 +193,8 @@ func (e *Env) Write(table, key string, value any) error {
 // CondWrite sets key to value if cond holds on its current value, exactly once, and reports
 // whether it did. cond is evaluated over the JSON value ("$" is the whole value; "balance"
 // a field): build it with the store package's constructors or store.ParseCond.
-func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, error) {
+func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (_ bool, err error) {
+	defer e.traceStep("condwrite", itemAttrs(table, key)...)(&err)
 	if e.tx != nil {
 		// Under the item's lock nothing else changes it: evaluate on what the transaction reads.
 		cur, err := e.Read(table, key)
@@ -211,7 +220,8 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (bool, er
 // gets an instance id from this step's invoke-log entry, and reports its result back by
 // callback before it counts as done (Beldi §4.5). An application error in the callee is
 // returned as *AppError.
-func (e *Env) SyncInvoke(callee string, input any) (json.RawMessage, error) {
+func (e *Env) SyncInvoke(callee string, input any) (_ json.RawMessage, err error) {
+	defer e.traceStep("invoke", attribute.String("ssf.callee", callee))(&err)
 	res, err := e.call(callee, input, false, "")
 	if err != nil {
 		return nil, err
@@ -228,12 +238,13 @@ func (e *Env) SyncInvoke(callee string, input any) (json.RawMessage, error) {
 
 // AsyncInvoke starts the SSF callee with input and returns once the callee has durably
 // registered the instance; the callee runs it exactly once, later.
-func (e *Env) AsyncInvoke(callee string, input any) error {
+func (e *Env) AsyncInvoke(callee string, input any) (err error) {
+	defer e.traceStep("invoke", attribute.String("ssf.callee", callee), attribute.Bool("ssf.async", true))(&err)
 	if e.tx != nil {
 		// As in Beldi: a transaction's participants must report back before it ends.
 		return fmt.Errorf("%w: AsyncInvoke is %v; use SyncInvoke", ErrBadInput, errTxNotSupported)
 	}
-	_, err := e.call(callee, input, true, "")
+	_, err = e.call(callee, input, true, "")
 	return err
 }
 
@@ -289,7 +300,7 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 		return res, nil
 	}
 	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async, Tx: tx, Builtin: builtin,
-		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}}
+		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.stepContext())}
 	res, err := e.rt.call(e.ctx, callee, req, "call", logRow)
 	if err != nil {
 		return Result{}, e.fail(fmt.Errorf("invoke %s (instance %s): %w", callee, calleeID, err))
@@ -298,7 +309,8 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 }
 
 // Now returns the time, logged so that a re-execution sees the same time.
-func (e *Env) Now() (time.Time, error) {
+func (e *Env) Now() (_ time.Time, err error) {
+	defer e.traceStep("now")(&err)
 	step, err := e.begin()
 	if err != nil {
 		return time.Time{}, err
@@ -317,7 +329,8 @@ func (e *Env) Now() (time.Time, error) {
 }
 
 // Random returns a random uint64, logged so that a re-execution sees the same number.
-func (e *Env) Random() (uint64, error) {
+func (e *Env) Random() (_ uint64, err error) {
+	defer e.traceStep("random")(&err)
 	step, err := e.begin()
 	if err != nil {
 		return 0, err
@@ -338,7 +351,8 @@ func (e *Env) Random() (uint64, error) {
 }
 
 // UUID returns a random UUID, logged so that a re-execution sees the same one.
-func (e *Env) UUID() (string, error) {
+func (e *Env) UUID() (_ string, err error) {
+	defer e.traceStep("uuid")(&err)
 	step, err := e.begin()
 	if err != nil {
 		return "", err
@@ -350,7 +364,8 @@ func (e *Env) UUID() (string, error) {
 // External calls fn, a function that does not use ssfkit (a legacy service, an HTTP API), and
 // logs its result. This is at-least-once, not exactly-once: a crash after fn ran but before its
 // result was logged runs fn again. Once logged, re-executions replay the result.
-func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (_ json.RawMessage, err error) {
+	defer e.traceStep("external")(&err)
 	step, err := e.begin()
 	if err != nil {
 		return nil, err

@@ -75,6 +75,7 @@ const (
 	attrLastExec   = "LastExec"   // int64 unix nanos the latest re-execution started (its fence); see claimExecution
 	attrHoldsLocks = "HoldsLocks" // bool: a held instance takes locks (Env.markLocks)
 	attrLastError  = "LastError"  // string why the latest execution was abandoned, for the give-up record
+	attrTrace      = "Trace"      // string W3C traceparent of the invoking step (Request.Trace)
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }

@@ -289,6 +289,7 @@ type intent struct {
 	expired   int64  // when the tombstone's result was dropped (KeyRetention); 0: kept
 	hasResult bool   // the result is recorded (a tombstone keeps it)
 	inputHash string // digest of the input the instance was created with ("" before digests were kept)
+	trace     string // W3C traceparent of the step that invoked the instance (Request.Trace)
 }
 
 // inputDigest names an input by its content: JSON equal up to whitespace and key order gives
@@ -368,6 +369,7 @@ func decodeIntent(id string, a store.Attrs) (*intent, error) {
 	in.collected, _ = a[attrCollected].(int64)
 	in.expired, _ = a[attrExpired].(int64)
 	in.inputHash, _ = a[attrInputHash].(string)
+	in.trace, _ = a[attrTrace].(string)
 	if r, ok := a[attrResult].([]byte); ok {
 		in.hasResult = true
 		if err := json.Unmarshal(r, &in.result); err != nil {
@@ -419,6 +421,9 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	}
 	if req.Holder != "" {
 		upd = append(upd, store.SetAttr(store.Attr(attrHolder), req.Holder))
+	}
+	if req.Trace != "" {
+		upd = append(upd, store.SetAttr(store.Attr(attrTrace), req.Trace))
 	}
 	if heldIndex {
 		upd = append(upd, store.SetAttr(store.Attr(attrHeldIndex), true))
@@ -612,8 +617,15 @@ func (rt *Runtime) registerAsync(ctx context.Context, req Request, created bool)
 	return Result{}, nil
 }
 
-// execute runs the handler for an instance whose intent exists and is not done.
+// execute runs the handler for an instance whose intent exists and is not done, in its span.
 func (rt *Runtime) execute(ctx context.Context, f *fence, in *intent, replaying bool) (Result, error) {
+	ctx, span := rt.instanceSpan(ctx, in, replaying)
+	res, err := rt.run(ctx, f, in, replaying)
+	endInstanceSpan(span, res, err)
+	return res, err
+}
+
+func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool) (Result, error) {
 	rt.stats.executions.Add(1)
 	if replaying {
 		rt.stats.reexecutions.Add(1)

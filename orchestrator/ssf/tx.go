@@ -91,7 +91,8 @@ type txState struct {
 
 // BeginTx starts a transaction. Inside a transaction inherited from a caller it does nothing:
 // the caller's transaction continues (no nesting, as in Beldi).
-func (e *Env) BeginTx() error {
+func (e *Env) BeginTx() (err error) {
+	defer e.traceStep("begintx")(&err)
 	step, err := e.begin()
 	if err != nil {
 		return err
@@ -123,6 +124,7 @@ func (e *Env) AbortTx() error {
 // dropped), here and in every SSF the transaction called, and reports whether it committed.
 // Inside a transaction inherited from a caller it does nothing; the caller decides.
 func (e *Env) EndTx() (committed bool, err error) {
+	defer e.traceStep("endtx")(&err)
 	if _, err := e.begin(); err != nil {
 		return false, err
 	}
@@ -160,7 +162,8 @@ func (e *Env) endTx() (bool, error) {
 // already holds it. Inside a transaction the lock belongs to the transaction (two-phase locking
 // with wait-die) and is released by EndTx; outside one it belongs to the instance, which waits
 // until it is free, and must Unlock it.
-func (e *Env) Lock(table, key string) error {
+func (e *Env) Lock(table, key string) (err error) {
+	defer e.traceStep("lock", itemAttrs(table, key)...)(&err)
 	if err := validItem(table, key); err != nil {
 		return err
 	}
@@ -186,7 +189,8 @@ func (e *Env) Lock(table, key string) error {
 }
 
 // Unlock releases a lock taken by Lock outside a transaction (inside one, EndTx releases them).
-func (e *Env) Unlock(table, key string) error {
+func (e *Env) Unlock(table, key string) (err error) {
+	defer e.traceStep("unlock", itemAttrs(table, key)...)(&err)
 	if err := validItem(table, key); err != nil {
 		return err
 	}

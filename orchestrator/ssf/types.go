@@ -88,6 +88,9 @@ type Request struct {
 	// request's failure (a Temporal activity attempt's deadline): the execution serving this
 	// request is fenced DeadlineMargin before it, if that comes before its Lifetime.
 	Deadline int64 `json:"deadline,omitempty"`
+	// Trace is the W3C traceparent of the step that sent the request, kept in the intent: every
+	// execution of the instance is traced as that step's child (OpenTelemetry).
+	Trace string `json:"trace,omitempty"`
 }
 
 // CallerRef names the invoke-log entry a callee reports to.

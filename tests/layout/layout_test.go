@@ -72,6 +72,11 @@ var rules = []rule{
 		denies:  func(_, imp string) bool { return imp != "adapters/store" },
 	},
 	{
+		name:    "telemetry (internal/telemetry: OpenTelemetry's SDK from the OTEL_* environment) imports nothing of the module: the runtime traces through OpenTelemetry's API alone, and commands and hosts install the SDK",
+		applies: func(pkg string) bool { return pkg == "internal/telemetry" },
+		denies:  func(_, imp string) bool { return true },
+	},
+	{
 		name:    "the coordination service's buckets (internal/coordblob, gocloud.dev/blob by URL) import nothing of the module: coord takes them as its Blobs interface",
 		applies: func(pkg string) bool { return pkg == "internal/coordblob" },
 		denies:  func(_, imp string) bool { return true },
@@ -172,6 +177,7 @@ func TestImportRulesBite(t *testing.T) {
 		{"adapters/host/lambdahost", "adapters/host/coordhost"},
 		{"adapters/host/httphost", "internal/coordblob"},
 		{"adapters/host/coordhost", "adapters/host/httphost"},
+		{"internal/telemetry", "orchestrator/ssf"},
 	} {
 		broken := 0
 		for _, r := range rules {

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ssfkit/ssfkit/internal/telemetry"
 	"io"
 	"log/slog"
 	"net/http"
@@ -406,6 +407,11 @@ func Main(platform Platform, handlers map[string]ssf.Handler) {
 		if err != nil {
 			return fmt.Errorf("httphost: %w", err)
 		}
+		stopTelemetry, err := telemetry.Start(ctx, cfg.SSF)
+		if err != nil {
+			return fmt.Errorf("httphost: %w", err)
+		}
+		defer stopTelemetry(ctx)
 		auth, err := PlatformAuthorizer(ctx, platform, os.Getenv)
 		if err != nil {
 			return err

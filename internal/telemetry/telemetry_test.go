@@ -1,0 +1,224 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace/noop"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
+	"github.com/ssfkit/ssfkit/internal/telemetry"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// receiver is an OTLP/HTTP trace endpoint on 127.0.0.1: it decodes what exporters POST to
+// /v1/traces (ExportTraceServiceRequest, protobuf) as a collector does.
+type receiver struct {
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	services []string
+}
+
+func startReceiver(t *testing.T) (*receiver, string) {
+	rc := &receiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "not an OTLP/HTTP trace export", http.StatusNotFound)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		var req collectortrace.ExportTraceServiceRequest
+		if err == nil {
+			err = proto.Unmarshal(body, &req)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, a := range rs.GetResource().GetAttributes() {
+				if a.Key == "service.name" {
+					rc.services = append(rc.services, a.GetValue().GetStringValue())
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return rc, srv.URL
+}
+
+// attrs are a span's attributes as Go values (strings, int64s, bools).
+func attrs(s *tracepb.Span) map[string]any {
+	m := map[string]any{}
+	for _, a := range s.Attributes {
+		v := a.GetValue()
+		switch {
+		case v.GetStringValue() != "":
+			m[a.Key] = v.GetStringValue()
+		case v.GetBoolValue():
+			m[a.Key] = true
+		default:
+			m[a.Key] = v.GetIntValue()
+		}
+	}
+	return m
+}
+
+// stock takes one item from its count (one before the first take), if there is one left.
+func stock(env *ssf.Env, item string) (bool, error) {
+	n, cur := int64(1), any(nil)
+	found, err := env.ReadInto("stock", item, &n)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	if found {
+		cur = n
+	}
+	return env.CondWrite("stock", item, n-1, store.Equal(nil, cur))
+}
+
+// order records an order once stock has it.
+func order(env *ssf.Env, item string) (bool, error) {
+	out, err := env.SyncInvoke("stock", item)
+	if err != nil {
+		return false, err
+	}
+	if string(out) == "true" {
+		return true, env.Write("orders", env.InstanceID(), item)
+	}
+	return false, nil
+}
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT naming a receiver, an SSF request's executions and steps
+// reach it as one trace: a span per execution, a child per step, and the callee's execution a
+// child of the caller's invoke step.
+func TestRuntimeSpansReachAnOTLPReceiver(t *testing.T) {
+	rc, url := startReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	ctx := context.Background()
+	shutdown, err := telemetry.Start(ctx, "ssfkit-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otel.SetTracerProvider(noop.NewTracerProvider())
+	host := local.NewHost()
+	defer host.Close()
+	for name, h := range map[string]ssf.Handler{"stock": ssf.Typed(stock), "order": ssf.Typed(order)} {
+		tbl, err := store.Open(ctx, "mem://telemetry-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tbl.Close()
+		if _, err := host.Add(ssf.Config{Name: name, Store: tbl, Handler: h}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := host.Invoke(ctx, "order", "order-1", "apple")
+	if err != nil || string(res.Output) != "true" {
+		t.Fatalf("order: %+v %v", res, err)
+	}
+	if err := shutdown(ctx); err != nil {
+		t.Fatalf("flushing the exporter: %v", err)
+	}
+
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	byName := map[string][]*tracepb.Span{}
+	for _, s := range rc.spans {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	if len(rc.services) == 0 || rc.services[0] != "ssfkit-test" {
+		t.Errorf("service.name %v, want ssfkit-test", rc.services)
+	}
+	one := func(name string) *tracepb.Span {
+		t.Helper()
+		if len(byName[name]) != 1 {
+			var names []string
+			for _, s := range rc.spans {
+				names = append(names, s.Name)
+			}
+			t.Fatalf("%d spans named %q among %v", len(byName[name]), name, names)
+		}
+		return byName[name][0]
+	}
+	orderSpan, stockSpan, invoke := one("ssf order"), one("ssf stock"), one("ssf.invoke")
+	read, cond, write := one("ssf.read"), one("ssf.condwrite"), one("ssf.write")
+	id := hex.EncodeToString
+	for _, s := range rc.spans {
+		if id(s.TraceId) != id(orderSpan.TraceId) {
+			t.Errorf("span %s is in another trace", s.Name)
+		}
+	}
+	for _, c := range []struct {
+		child, parent *tracepb.Span
+	}{{invoke, orderSpan}, {stockSpan, invoke}, {read, stockSpan}, {cond, stockSpan}, {write, orderSpan}} {
+		if id(c.child.ParentSpanId) != id(c.parent.SpanId) {
+			t.Errorf("%s's parent is %s, want %s", c.child.Name, id(c.child.ParentSpanId), c.parent.Name)
+		}
+	}
+	if a := attrs(orderSpan); a["ssf.instance.id"] != "order-1" || a["ssf.name"] != "order" || a["ssf.outcome"] != "ok" {
+		t.Errorf("the order's span: %v", a)
+	}
+	if a := attrs(stockSpan); a["ssf.caller.name"] != "order" || a["ssf.caller.instance.id"] != "order-1" {
+		t.Errorf("the callee's span: %v", a)
+	}
+	if a := attrs(read); a["ssf.item.table"] != "stock" || a["ssf.item.key"] != "apple" || a["ssf.step"] != int64(0) {
+		t.Errorf("the read's span: %v", a)
+	}
+	if a := attrs(write); a["ssf.item.table"] != "orders" || a["ssf.step"] != int64(1) {
+		t.Errorf("the write's span: %v", a)
+	}
+}
+
+// A setting ssfkit cannot honour is refused, naming it; with no endpoint nothing is exported
+// and nothing fails.
+func TestStartReadsTheStandardEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		env     map[string]string
+		wantErr string
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "http/json"},
+		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "zipkin"}, ""},
+	} {
+		for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+			t.Setenv(k, c.env[k])
+		}
+		shutdown, err := telemetry.Start(context.Background(), "ssfkit-test")
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", c.env, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%v: error %v, want one naming %s", c.env, err, c.wantErr)
+		case err == nil:
+			if err := shutdown(context.Background()); err != nil {
+				t.Errorf("%v: shutdown: %v", c.env, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package ssf
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tracer is OpenTelemetry's global tracer provider's, which internal/telemetry installs from
+// the standard OTEL_* environment (looked up on use: a provider installed later, or replaced,
+// is the one used). Without one nothing records, and a step does not even start a span.
+func tracer() trace.Tracer { return otel.Tracer("github.com/ssfkit/ssfkit/orchestrator/ssf") }
+
+// traceContext carries a span's identity across an invocation in W3C form (traceparent), as
+// the Request's Trace and the intent's, so every execution of an instance, the first or a
+// relaunch by the intent collector on another machine, is a child of the step that invoked it.
+var traceContext = propagation.TraceContext{}
+
+// traceparent is the W3C traceparent of the span in ctx ("" when none records).
+func traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	traceContext.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// instanceSpan starts the span of one execution of an instance: a child of the step that
+// invoked it when the intent names one, else of whatever span ctx holds (a host's request).
+func (rt *Runtime) instanceSpan(ctx context.Context, in *intent, replaying bool) (context.Context, trace.Span) {
+	if in.trace != "" {
+		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": in.trace})
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("ssf.name", rt.cfg.Name),
+		attribute.String("ssf.instance.id", in.id),
+		attribute.Bool("ssf.reexecution", replaying),
+	}
+	if in.caller != nil {
+		attrs = append(attrs, attribute.String("ssf.caller.name", in.caller.SSF),
+			attribute.String("ssf.caller.instance.id", in.caller.InstanceID), attribute.Int("ssf.caller.step", in.caller.Step))
+	}
+	if in.tx != nil {
+		attrs = append(attrs, attribute.String("ssf.tx.id", in.tx.ID))
+	}
+	if in.builtin != "" {
+		attrs = append(attrs, attribute.String("ssf.builtin", in.builtin))
+	}
+	return tracer().Start(ctx, "ssf "+rt.cfg.Name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// endInstanceSpan ends an execution's span with its outcome: "ok", "error" (the instance
+// finished with an application error) or "abandoned" (the execution stopped without deciding;
+// another one finishes the instance).
+func endInstanceSpan(span trace.Span, res Result, err error) {
+	switch {
+	case err != nil:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "execution abandoned")
+		span.SetAttributes(attribute.String("ssf.outcome", "abandoned"))
+	case res.Error != "":
+		span.SetStatus(codes.Error, res.Error)
+		span.SetAttributes(attribute.String("ssf.outcome", "error"))
+	default:
+		span.SetAttributes(attribute.String("ssf.outcome", "ok"))
+	}
+	span.End()
+}
+
+// traceStep starts the span of a step the handler takes (kind: read, write, invoke...), a
+// child of the execution's span or of the step that takes it (a transaction's conditional
+// write reads, then writes); the returned func ends it with the step's error.
+func (e *Env) traceStep(kind string, attrs ...attribute.KeyValue) func(*error) {
+	parent := e.ctx
+	if e.stepSpan != nil {
+		parent = trace.ContextWithSpan(e.ctx, e.stepSpan)
+	}
+	if !trace.SpanFromContext(parent).IsRecording() {
+		return func(*error) {}
+	}
+	_, span := tracer().Start(parent, "ssf."+kind, trace.WithAttributes(attrs...))
+	outer := e.stepSpan
+	e.stepSpan = span
+	return func(err *error) {
+		e.stepSpan = outer
+		if *err != nil {
+			span.RecordError(*err)
+			span.SetStatus(codes.Error, (*err).Error())
+		}
+		span.End()
+	}
+}
+
+// stepContext is the context of the step being taken: what an invocation propagates.
+func (e *Env) stepContext() context.Context {
+	if e.stepSpan != nil {
+		return trace.ContextWithSpan(e.ctx, e.stepSpan)
+	}
+	return e.ctx
+}
+
+func itemAttrs(table, key string) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("ssf.item.table", table), attribute.String("ssf.item.key", key)}
+}
