@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace/noop"
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -29,22 +31,28 @@ type receiver struct {
 	mu       sync.Mutex
 	spans    []*tracepb.Span
 	services []string
+	sums     map[string]int64 // counter name and ssf.name attribute -> the last value exported
 }
 
 func startReceiver(t *testing.T) (*receiver, string) {
-	rc := &receiver{}
+	rc := &receiver{sums: map[string]int64{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-			http.Error(w, "not an OTLP/HTTP trace export", http.StatusNotFound)
+		if r.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "not an OTLP/HTTP export", http.StatusUnsupportedMediaType)
 			return
 		}
 		body, err := io.ReadAll(r.Body)
-		var req collectortrace.ExportTraceServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(body, &req)
-		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if r.URL.Path == "/v1/metrics" {
+			rc.metrics(w, body)
+			return
+		}
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil || r.URL.Path != "/v1/traces" {
+			http.Error(w, fmt.Sprintf("%s: %v", r.URL.Path, err), http.StatusBadRequest)
 			return
 		}
 		rc.mu.Lock()
@@ -65,6 +73,35 @@ func startReceiver(t *testing.T) (*receiver, string) {
 	}))
 	t.Cleanup(srv.Close)
 	return rc, srv.URL
+}
+
+// metrics keeps the last value of each cumulative sum, by name and SSF.
+func (rc *receiver) metrics(w http.ResponseWriter, body []byte) {
+	var req collectormetrics.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	for _, rm := range req.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				for _, p := range m.GetSum().GetDataPoints() {
+					ssfName := ""
+					for _, a := range p.Attributes {
+						if a.Key == "ssf.name" {
+							ssfName = a.GetValue().GetStringValue()
+						}
+					}
+					rc.sums[m.Name+" "+ssfName] = p.GetAsInt()
+				}
+			}
+		}
+	}
+	rc.mu.Unlock()
+	b, _ := proto.Marshal(&collectormetrics.ExportMetricsServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(b)
 }
 
 // attrs are a span's attributes as Go values (strings, int64s, bools).
@@ -110,9 +147,9 @@ func order(env *ssf.Env, item string) (bool, error) {
 }
 
 // With OTEL_EXPORTER_OTLP_ENDPOINT naming a receiver, an SSF request's executions and steps
-// reach it as one trace: a span per execution, a child per step, and the callee's execution a
-// child of the caller's invoke step.
-func TestRuntimeSpansReachAnOTLPReceiver(t *testing.T) {
+// reach it as one trace (a span per execution, a child per step, the callee's execution a child
+// of the caller's invoke step), and the runtime's counters as metrics.
+func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 	rc, url := startReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
 	t.Setenv("OTEL_SERVICE_NAME", "")
@@ -139,7 +176,7 @@ func TestRuntimeSpansReachAnOTLPReceiver(t *testing.T) {
 		t.Fatalf("order: %+v %v", res, err)
 	}
 	if err := shutdown(ctx); err != nil {
-		t.Fatalf("flushing the exporter: %v", err)
+		t.Fatalf("flushing the exporters: %v", err)
 	}
 
 	rc.mu.Lock()
@@ -189,6 +226,14 @@ func TestRuntimeSpansReachAnOTLPReceiver(t *testing.T) {
 	if a := attrs(write); a["ssf.item.table"] != "orders" || a["ssf.step"] != int64(1) {
 		t.Errorf("the write's span: %v", a)
 	}
+	for name, want := range map[string]int64{
+		"ssf.executions order": 1, "ssf.executions stock": 1, "ssf.steps order": 2, "ssf.steps stock": 2,
+		"ssf.callbacks order": 1, "ssf.abandoned order": 0,
+	} {
+		if got := rc.sums[name]; got != want {
+			t.Errorf("%s = %d, want %d (all: %v)", name, got, want, rc.sums)
+		}
+	}
 }
 
 // A setting ssfkit cannot honour is refused, naming it; with no endpoint nothing is exported
@@ -199,13 +244,14 @@ func TestStartReadsTheStandardEnvironment(t *testing.T) {
 		wantErr string
 	}{
 		{map[string]string{}, ""},
-		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, ""},
+		{map[string]string{"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, "OTEL_METRICS_EXPORTER"},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER"},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "http/json"},
 		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "zipkin"}, ""},
 	} {
-		for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+		for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 			t.Setenv(k, c.env[k])
 		}

@@ -109,7 +109,7 @@ func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
 				rt.log.Warn("relaunch failed; next pass retries", "instance", id, "err", err)
 				continue
 			}
-			rt.stats.relaunched.Add(1)
+			rt.stats.relaunched.inc()
 			rep.Relaunched++
 		}
 	}
@@ -128,7 +128,7 @@ func (rt *Runtime) giveUp(ctx context.Context, id string, a store.Attrs, attempt
 		ErrGaveUp, rt.cfg.Name, id, attempts, reason)
 	done, err := rt.recordFailure(ctx, id, a, now, msg)
 	if done {
-		rt.stats.gaveUp.Add(1)
+		rt.stats.gaveUp.inc()
 		rt.log.Error("instance given up: it never finished", "instance", id, "launches", attempts, "last_error", reason)
 		rt.reportFailure(ctx, a, Failure{SSF: rt.cfg.Name, InstanceID: id, Error: msg, Launches: int(attempts)})
 	}
@@ -607,7 +607,7 @@ func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone
 	chain, all, err := rt.scanChain(ctx, rt.st, part, []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites), store.Attr(attrDangleTime)})
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
-			rt.stats.corruptions.Add(1)
+			rt.stats.corruptions.inc()
 			rt.log.Error("skipping corrupt linked DAAL", "partition", part, "err", err)
 			return nil
 		}

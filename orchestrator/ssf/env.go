@@ -118,6 +118,7 @@ func (e *Env) begin() (int, error) {
 	}
 	s := e.step
 	e.step++
+	e.rt.stats.steps.inc()
 	if e.stepSpan != nil {
 		e.stepSpan.SetAttributes(attribute.Int("ssf.step", s))
 	}

@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -111,7 +110,7 @@ type Runtime struct {
 }
 
 type counters struct {
-	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, lateStarts, corruptions atomic.Int64
+	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, lateStarts, corruptions, steps stat
 }
 
 // Stats are cumulative counters of a runtime's activity.
@@ -132,6 +131,8 @@ type Stats struct {
 	LateStarts int64
 	// Corruptions: invariant violations detected in stored state (must stay zero).
 	Corruptions int64
+	// Steps taken by executions (a re-execution's replayed steps too).
+	Steps int64
 }
 
 // New validates cfg and returns a runtime.
@@ -183,6 +184,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	rt := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger.With("ssf", cfg.Name)}
 	rt.st = store.NewTable(rt.wrapDriver(cfg.Store.Driver()), cfg.Store.Name())
+	rt.stats.meter(cfg.Name)
 	return rt, nil
 }
 
@@ -247,7 +249,7 @@ func (rt *Runtime) Stats() Stats {
 		Executions: rt.stats.executions.Load(), Reexecutions: rt.stats.reexecutions.Load(),
 		Abandoned: rt.stats.abandoned.Load(), Callbacks: rt.stats.callbacks.Load(),
 		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(), GaveUp: rt.stats.gaveUp.Load(), LateStarts: rt.stats.lateStarts.Load(),
-		Corruptions: rt.stats.corruptions.Load(),
+		Corruptions: rt.stats.corruptions.Load(), Steps: rt.stats.steps.Load(),
 	}
 }
 
@@ -488,9 +490,9 @@ func orNull(raw json.RawMessage) json.RawMessage {
 }
 
 func (rt *Runtime) abandon(in string, err error) error {
-	rt.stats.abandoned.Add(1)
+	rt.stats.abandoned.inc()
 	if errors.Is(err, ErrCorrupt) {
-		rt.stats.corruptions.Add(1)
+		rt.stats.corruptions.inc()
 		rt.log.Error("corrupt state detected", "instance", in, "err", err)
 	}
 	var ee *ExecutionError
@@ -502,7 +504,7 @@ func (rt *Runtime) abandon(in string, err error) error {
 
 func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error) {
 	if late := time.Duration(rt.now() - req.Sent); req.Sent != 0 && late > rt.cfg.GCBound {
-		rt.stats.lateStarts.Add(1)
+		rt.stats.lateStarts.inc()
 		rt.log.Warn("refusing a start delivered later than T after it was sent; the intent collector runs the instance if it is unfinished", "instance", req.InstanceID, "late", late)
 		return Result{}, fmt.Errorf("%w: %w: SSF %s: the start of instance %s was sent %v ago, more than T (%v); the platform's delivery window must be below T (the intent collector launches unfinished instances itself)",
 			ErrBadInput, ErrLateStart, rt.cfg.Name, req.InstanceID, late.Round(time.Millisecond), rt.cfg.GCBound)
@@ -626,9 +628,9 @@ func (rt *Runtime) execute(ctx context.Context, f *fence, in *intent, replaying 
 }
 
 func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool) (Result, error) {
-	rt.stats.executions.Add(1)
+	rt.stats.executions.inc()
 	if replaying {
-		rt.stats.reexecutions.Add(1)
+		rt.stats.reexecutions.inc()
 	}
 	env := &Env{rt: rt, ctx: ctx, id: in.id, incarnation: in.incarnation(), replaying: replaying, fence: f, start: in.start}
 	if in.tx != nil {
@@ -809,7 +811,7 @@ func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
 	if req.Caller == nil || req.Result == nil {
 		return fmt.Errorf("%w: SSF %s: callback without caller or result", ErrBadInput, rt.cfg.Name)
 	}
-	rt.stats.callbacks.Add(1)
+	rt.stats.callbacks.inc()
 	b, err := json.Marshal(req.Result)
 	if err != nil {
 		return err
@@ -821,7 +823,7 @@ func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
 		return err
 	}
 	if !r.Applied {
-		rt.stats.spuriousCallbacks.Add(1)
+		rt.stats.spuriousCallbacks.inc()
 		rt.log.Debug("ignoring spurious callback", "caller_instance", req.Caller.InstanceID, "step", req.Caller.Step, "callee", req.InstanceID)
 	}
 	return nil

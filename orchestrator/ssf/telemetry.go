@@ -2,10 +2,13 @@ package ssf
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -106,4 +109,58 @@ func (e *Env) stepContext() context.Context {
 
 func itemAttrs(table, key string) []attribute.KeyValue {
 	return []attribute.KeyValue{attribute.String("ssf.item.table", table), attribute.String("ssf.item.key", key)}
+}
+
+// stat is one of a runtime's counters: kept for Stats, and added to the OpenTelemetry counter
+// of its name with the SSF's name as attribute (a no-op until a meter provider is installed).
+type stat struct {
+	atomic.Int64
+	counter metric.Int64Counter
+	attrs   metric.AddOption
+}
+
+func (s *stat) inc() {
+	s.Add(1)
+	if s.counter != nil {
+		s.counter.Add(context.Background(), 1, s.attrs)
+	}
+}
+
+// metrics are the runtime's counters as OpenTelemetry names them.
+var metrics = []struct {
+	name, desc string
+	of         func(*counters) *stat
+}{
+	{"ssf.executions", "executions of instances started (first runs and re-runs)", func(c *counters) *stat { return &c.executions }},
+	{"ssf.reexecutions", "executions of instances that had started before", func(c *counters) *stat { return &c.reexecutions }},
+	{"ssf.abandoned", "executions stopped before deciding (crashes, lost fences, store errors, divergences)", func(c *counters) *stat { return &c.abandoned }},
+	{"ssf.callbacks", "callbacks received from callees", func(c *counters) *stat { return &c.callbacks }},
+	{"ssf.callbacks.spurious", "callbacks for invocations this SSF does not know", func(c *counters) *stat { return &c.spuriousCallbacks }},
+	{"ssf.relaunches", "instances the intent collector launched again", func(c *counters) *stat { return &c.relaunched }},
+	{"ssf.gave_up", "instances given up after their maximum attempts", func(c *counters) *stat { return &c.gaveUp }},
+	{"ssf.late_starts", "starts refused for arriving more than T after they were sent", func(c *counters) *stat { return &c.lateStarts }},
+	{"ssf.corruptions", "invariant violations found in stored state (must stay 0)", func(c *counters) *stat { return &c.corruptions }},
+	{"ssf.steps", "steps taken by executions, replayed ones included", func(c *counters) *stat { return &c.steps }},
+}
+
+// instruments are the metrics' counters, one per process for every SSF, made through the
+// global meter provider, which forwards them to one installed later.
+var instruments = sync.OnceValue(func() []metric.Int64Counter {
+	meter := otel.Meter("github.com/ssfkit/ssfkit/orchestrator/ssf")
+	out := make([]metric.Int64Counter, len(metrics))
+	for i, m := range metrics {
+		out[i], _ = meter.Int64Counter(m.name, metric.WithDescription(m.desc), metric.WithUnit("{event}"))
+	}
+	return out
+})
+
+// meter binds the counters to their instruments, attributed to the SSF's name.
+func (c *counters) meter(ssfName string) {
+	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("ssf.name", ssfName)))
+	for i, inst := range instruments() {
+		if inst != nil {
+			s := metrics[i].of(c)
+			s.counter, s.attrs = inst, attrs
+		}
+	}
 }
