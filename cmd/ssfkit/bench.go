@@ -21,6 +21,8 @@ var benchmarks = []struct {
 }{
 	{"ops", "raw vs exactly-once Read, Write, CondWrite and SyncInvoke, side by side on one store, " +
 		"with a short and with a pre-grown linked DAAL (Beldi §7.3)", benchOps},
+	{"tracing", "exactly-once Read, Write, CondWrite and SyncInvoke, and an empty instance, with OpenTelemetry " +
+		"tracing off (no SDK) and on (every span recorded), side by side: what the instrumentation costs", benchTracing},
 	{"daal", "linked DAAL length and write latency over time, with and without garbage collection, " +
 		"every instance writing one key (Beldi §7.5, Fig. 16)", benchDAAL},
 	{"travel", "the travel reservation app: throughput, median and p99 latency of reservations with " +
@@ -97,6 +99,27 @@ func benchOps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rep, err := bench.RunOps(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	return emitReport(stdout, rep, *out, *asJSON)
+}
+
+func benchTracing(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench tracing", "Measures the exactly-once operations of bench ops with OpenTelemetry tracing off (no SDK,\n"+
+		"as without OTEL_* settings) and on (the SDK recording every span, exported nowhere), in\n"+
+		"alternating blocks. Prints a Markdown report (or JSON with --json); progress goes to stderr.", stderr)
+	cfg := bench.TracingConfig{}
+	fs.StringVar(&cfg.StoreURL, "store", "", storeFlagHelp)
+	fs.IntVar(&cfg.Ops, "ops", bench.DefaultOps, "measured operations per kind, off and on each")
+	fs.IntVar(&cfg.Warmup, "warmup", bench.DefaultWarmup, "unmeasured operations per kind and variant first")
+	fs.IntVar(&cfg.Block, "block", bench.DefaultBlock, "operations per block; off and on blocks alternate")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	rep, err := bench.RunTracing(ctx, cfg, stderr)
 	if err != nil {
 		return err
 	}

@@ -230,3 +230,33 @@ func TestBenchLog(t *testing.T) {
 		t.Errorf("too few records: %v", err)
 	}
 }
+
+// bench tracing measures every operation off and on, and the "on" side records spans: one per
+// execution and one per step (a ReadModifyWrite takes two).
+func TestBenchTracingJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"tracing", "--store", "mem://", "--ops", "6", "--warmup", "0", "--block", "3", "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep bench.TracingReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(bench.Ops)+1 {
+		t.Fatalf("results: %+v", rep.Results)
+	}
+	for _, x := range rep.Results {
+		if x.Off.N != 6 || x.On.N != 6 || x.RatioMedian <= 0 {
+			t.Errorf("%+v", x)
+		}
+	}
+	// Per kind: 6 step spans (12 for ReadModifyWrite) in 2 instances, and SyncInvoke's 6
+	// executions of its callee; 6 empty instances.
+	if want := 6*len(bench.Ops) + 6 + 2*len(bench.Ops) + 6 + 6; rep.Spans != want {
+		t.Errorf("%d spans recorded, want %d", rep.Spans, want)
+	}
+	if err := benchMain(context.Background(), []string{"tracing", "--ops", "0"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--ops") {
+		t.Errorf("--ops 0: %v", err)
+	}
+}
