@@ -97,6 +97,19 @@ func Start(ctx context.Context, service string) (shutdown func(context.Context) 
 	}, nil
 }
 
+// Flush exports what the installed providers buffer, now: a Lambda sandbox may be frozen as
+// soon as an invocation returns, and the batch would wait for the next one, or be lost.
+func Flush(ctx context.Context) error {
+	var errs []error
+	if tp, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
+		errs = append(errs, tp.ForceFlush(ctx))
+	}
+	if mp, ok := otel.GetMeterProvider().(*sdkmetric.MeterProvider); ok {
+		errs = append(errs, mp.ForceFlush(ctx))
+	}
+	return errors.Join(errs...)
+}
+
 // signal reads whether and how one signal (TRACES, METRICS) is exported: "" for not, else
 // its OTLP protocol.
 func signal(name string) (protocol string, err error) {

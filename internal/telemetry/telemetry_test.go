@@ -175,12 +175,23 @@ func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 	if err != nil || string(res.Output) != "true" {
 		t.Fatalf("order: %+v %v", res, err)
 	}
-	if err := shutdown(ctx); err != nil {
+	// Flush exports now, as the Lambda host does after each invocation: everything is there
+	// before the providers shut down.
+	if err := telemetry.Flush(ctx); err != nil {
 		t.Fatalf("flushing the exporters: %v", err)
+	}
+	rc.mu.Lock()
+	flushed := len(rc.spans)
+	rc.mu.Unlock()
+	if err := shutdown(ctx); err != nil {
+		t.Fatalf("shutting the exporters down: %v", err)
 	}
 
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if flushed != len(rc.spans) || flushed == 0 {
+		t.Errorf("%d spans exported by Flush, %d in all", flushed, len(rc.spans))
+	}
 	byName := map[string][]*tracepb.Span{}
 	for _, s := range rc.spans {
 		byName[s.Name] = append(byName[s.Name], s)

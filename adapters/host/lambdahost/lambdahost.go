@@ -21,6 +21,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ssfkit/ssfkit/internal/telemetry"
+	"log/slog"
 	"os"
 	"strconv"
 
@@ -150,9 +152,18 @@ func Main(handlers map[string]ssf.Handler) {
 	ctx := context.Background()
 	cfg, err := ConfigFromEnv(os.Getenv)
 	if err == nil {
+		_, err = telemetry.Start(ctx, cfg.SSF)
+	}
+	if err == nil {
 		var h *Host
 		if h, err = New(ctx, cfg, handlers, nil); err == nil {
-			lambda.Start(h.Handle)
+			lambda.Start(func(ctx context.Context, event json.RawMessage) (any, error) {
+				out, err := h.Handle(ctx, event)
+				if ferr := telemetry.Flush(ctx); ferr != nil {
+					slog.Warn("exporting telemetry", "error", ferr)
+				}
+				return out, err
+			})
 			return
 		}
 	}
