@@ -51,6 +51,13 @@ func (f *temporalFlags) register(fs *flag.FlagSet, defaultAddress, addressUsage 
 // clientOptions turns the flags into client options, checking them first.
 func (f *temporalFlags) clientOptions(logger *slog.Logger) (client.Options, error) {
 	o := client.Options{HostPort: f.address, Namespace: f.namespace, Logger: sdklog.NewStructuredLogger(logger)}
+	// Traces run from the workflow into its SSF activities (docs/observability.md); without
+	// OTEL_* settings nothing records.
+	tracing, err := ssftemporal.TracingInterceptor()
+	if err != nil {
+		return o, fmt.Errorf("Temporal's tracing interceptor: %w", err)
+	}
+	o.Interceptors = append(o.Interceptors, tracing)
 	if _, _, err := net.SplitHostPort(f.address); err != nil || f.address == "" {
 		return o, fmt.Errorf("--temporal %q: want the cluster's HOST:PORT, e.g. 127.0.0.1:%d", f.address, devTemporalPort)
 	}
