@@ -136,7 +136,7 @@ func (e *Env) fail(err error) error {
 // Read returns the current value of key in table (nil when absent), exactly once: a
 // re-execution returns the value logged by the first execution that reached this step.
 func (e *Env) Read(table, key string) (_ json.RawMessage, err error) {
-	defer e.traceStep("read", itemAttrs(table, key)...)(&err)
+	defer e.traceStep("read", "ssf.item.table", table, "ssf.item.key", key)(&err)
 	if err := validItem(table, key); err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (e *Env) ReadInto(table, key string, dst any) (found bool, err error) {
 
 // Write sets key in table to value (any JSON-encodable value; nil stores null), exactly once.
 func (e *Env) Write(table, key string, value any) (err error) {
-	defer e.traceStep("write", itemAttrs(table, key)...)(&err)
+	defer e.traceStep("write", "ssf.item.table", table, "ssf.item.key", key)(&err)
 	val, err := e.encodeValue(table, key, value)
 	if err != nil {
 		return err
@@ -195,7 +195,7 @@ func (e *Env) Write(table, key string, value any) (err error) {
 // whether it did. cond is evaluated over the JSON value ("$" is the whole value; "balance"
 // a field): build it with the store package's constructors or store.ParseCond.
 func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (_ bool, err error) {
-	defer e.traceStep("condwrite", itemAttrs(table, key)...)(&err)
+	defer e.traceStep("condwrite", "ssf.item.table", table, "ssf.item.key", key)(&err)
 	if e.tx != nil {
 		// Under the item's lock nothing else changes it: evaluate on what the transaction reads.
 		cur, err := e.Read(table, key)
@@ -222,7 +222,7 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (_ bool, 
 // callback before it counts as done (Beldi §4.5). An application error in the callee is
 // returned as *AppError.
 func (e *Env) SyncInvoke(callee string, input any) (_ json.RawMessage, err error) {
-	defer e.traceStep("invoke", attribute.String("ssf.callee", callee))(&err)
+	defer e.traceStep("invoke", "ssf.callee", callee)(&err)
 	res, err := e.call(callee, input, false, "")
 	if err != nil {
 		return nil, err
@@ -240,7 +240,7 @@ func (e *Env) SyncInvoke(callee string, input any) (_ json.RawMessage, err error
 // AsyncInvoke starts the SSF callee with input and returns once the callee has durably
 // registered the instance; the callee runs it exactly once, later.
 func (e *Env) AsyncInvoke(callee string, input any) (err error) {
-	defer e.traceStep("invoke", attribute.String("ssf.callee", callee), attribute.Bool("ssf.async", true))(&err)
+	defer e.traceStep("invoke", "ssf.callee", callee, "ssf.async", "true")(&err)
 	if e.tx != nil {
 		// As in Beldi: a transaction's participants must report back before it ends.
 		return fmt.Errorf("%w: AsyncInvoke is %v; use SyncInvoke", ErrBadInput, errTxNotSupported)

@@ -16,7 +16,33 @@ import (
 // tracer is OpenTelemetry's global tracer provider's, which internal/telemetry installs from
 // the standard OTEL_* environment (looked up on use: a provider installed later, or replaced,
 // is the one used). Without one nothing records, and a step does not even start a span.
-func tracer() trace.Tracer { return otel.Tracer("github.com/ssfkit/ssfkit/orchestrator/ssf") }
+func tracer() trace.Tracer {
+	tp := otel.GetTracerProvider()
+	if c := cachedTracer.Load(); c != nil && sameProvider(c.provider, tp) {
+		return c.tracer
+	}
+	c := &providerTracer{provider: tp, tracer: tp.Tracer("github.com/ssfkit/ssfkit/orchestrator/ssf")}
+	cachedTracer.Store(c)
+	return c.tracer
+}
+
+// cachedTracer saves the provider's lookup (a lock and a map) on every execution and step.
+var cachedTracer atomic.Pointer[providerTracer]
+
+type providerTracer struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+}
+
+// sameProvider compares two providers; one whose type cannot be compared never matches.
+func sameProvider(a, b trace.TracerProvider) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
 
 // traceContext carries a span's identity across an invocation in W3C form (traceparent), as
 // the Request's Trace and the intent's, so every execution of an instance, the first or a
@@ -75,16 +101,21 @@ func endInstanceSpan(span trace.Span, res Result, err error) {
 	span.End()
 }
 
-// traceStep starts the span of a step the handler takes (kind: read, write, invoke...), a
-// child of the execution's span or of the step that takes it (a transaction's conditional
-// write reads, then writes); the returned func ends it with the step's error.
-func (e *Env) traceStep(kind string, attrs ...attribute.KeyValue) func(*error) {
+// traceStep starts the span of a step the handler takes (kind: read, write, invoke...) with
+// attributes given as name, value pairs: a child of the execution's span, or of the step that
+// takes it (a transaction's conditional write reads, then writes). The returned func ends it
+// with the step's error. When nothing records it builds nothing.
+func (e *Env) traceStep(kind string, kv ...string) func(*error) {
 	parent := e.ctx
 	if e.stepSpan != nil {
 		parent = trace.ContextWithSpan(e.ctx, e.stepSpan)
 	}
 	if !trace.SpanFromContext(parent).IsRecording() {
-		return func(*error) {}
+		return noStep
+	}
+	attrs := make([]attribute.KeyValue, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		attrs = append(attrs, attribute.String(kv[i], kv[i+1]))
 	}
 	_, span := tracer().Start(parent, "ssf."+kind, trace.WithAttributes(attrs...))
 	outer := e.stepSpan
@@ -99,16 +130,14 @@ func (e *Env) traceStep(kind string, attrs ...attribute.KeyValue) func(*error) {
 	}
 }
 
+func noStep(*error) {}
+
 // stepContext is the context of the step being taken: what an invocation propagates.
 func (e *Env) stepContext() context.Context {
 	if e.stepSpan != nil {
 		return trace.ContextWithSpan(e.ctx, e.stepSpan)
 	}
 	return e.ctx
-}
-
-func itemAttrs(table, key string) []attribute.KeyValue {
-	return []attribute.KeyValue{attribute.String("ssf.item.table", table), attribute.String("ssf.item.key", key)}
 }
 
 // stat is one of a runtime's counters: kept for Stats, and added to the OpenTelemetry counter

@@ -163,7 +163,7 @@ func (e *Env) endTx() (bool, error) {
 // with wait-die) and is released by EndTx; outside one it belongs to the instance, which waits
 // until it is free, and must Unlock it.
 func (e *Env) Lock(table, key string) (err error) {
-	defer e.traceStep("lock", itemAttrs(table, key)...)(&err)
+	defer e.traceStep("lock", "ssf.item.table", table, "ssf.item.key", key)(&err)
 	if err := validItem(table, key); err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (e *Env) Lock(table, key string) (err error) {
 
 // Unlock releases a lock taken by Lock outside a transaction (inside one, EndTx releases them).
 func (e *Env) Unlock(table, key string) (err error) {
-	defer e.traceStep("unlock", itemAttrs(table, key)...)(&err)
+	defer e.traceStep("unlock", "ssf.item.table", table, "ssf.item.key", key)(&err)
 	if err := validItem(table, key); err != nil {
 		return err
 	}
