@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -75,25 +77,31 @@ func startReceiver(t *testing.T) (*receiver, string) {
 	return rc, srv.URL
 }
 
-// metrics keeps the last value of each cumulative sum, by name and SSF.
+// metrics keeps the last value of each sum and gauge, and each histogram's count, under the
+// metric's name followed by its data point's attribute values in key order.
 func (rc *receiver) metrics(w http.ResponseWriter, body []byte) {
 	var req collectormetrics.ExportMetricsServiceRequest
 	if err := proto.Unmarshal(body, &req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	key := func(name string, attrs []*commonpb.KeyValue) string {
+		sorted := slices.Clone(attrs)
+		slices.SortFunc(sorted, func(a, b *commonpb.KeyValue) int { return strings.Compare(a.Key, b.Key) })
+		for _, a := range sorted {
+			name += " " + a.GetValue().GetStringValue()
+		}
+		return name
+	}
 	rc.mu.Lock()
 	for _, rm := range req.ResourceMetrics {
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
-				for _, p := range m.GetSum().GetDataPoints() {
-					ssfName := ""
-					for _, a := range p.Attributes {
-						if a.Key == "ssf.name" {
-							ssfName = a.GetValue().GetStringValue()
-						}
-					}
-					rc.sums[m.Name+" "+ssfName] = p.GetAsInt()
+				for _, p := range append(m.GetSum().GetDataPoints(), m.GetGauge().GetDataPoints()...) {
+					rc.sums[key(m.Name, p.Attributes)] = p.GetAsInt()
+				}
+				for _, p := range m.GetHistogram().GetDataPoints() {
+					rc.sums[key(m.Name, p.Attributes)] = int64(p.GetCount())
 				}
 			}
 		}
@@ -175,6 +183,13 @@ func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 	if err != nil || string(res.Output) != "true" {
 		t.Fatalf("order: %+v %v", res, err)
 	}
+	orderRuntime, _ := host.Runtime("order")
+	if _, err := orderRuntime.CollectGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orderRuntime.CollectIntents(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// Flush exports now, as the Lambda host does after each invocation: everything is there
 	// before the providers shut down.
 	if err := telemetry.Flush(ctx); err != nil {
@@ -240,6 +255,8 @@ func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 	for name, want := range map[string]int64{
 		"ssf.executions order": 1, "ssf.executions stock": 1, "ssf.steps order": 2, "ssf.steps stock": 2,
 		"ssf.callbacks order": 1, "ssf.abandoned order": 0,
+		"ssf.collector.passes gc order ok": 1, "ssf.collector.passes ic order ok": 1, "ssf.collector.duration gc order": 1,
+		"ssf.gc.items order": 1, "ssf.ic.pending order": 0, "ssf.gc.intents_removed order": 0,
 	} {
 		if got := rc.sums[name]; got != want {
 			t.Errorf("%s = %d, want %d (all: %v)", name, got, want, rc.sums)

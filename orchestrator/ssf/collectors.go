@@ -26,6 +26,13 @@ type ICReport struct {
 // running is safe (its steps are logged), so the collector needs no coordination; claiming the
 // launch with a conditional update only keeps concurrent collectors from doubling the work.
 func (rt *Runtime) CollectIntents(ctx context.Context) (ICReport, error) {
+	start := time.Now()
+	rep, err := rt.collectIntents(ctx)
+	rt.collectorMetrics.icPass(time.Since(start), rep, err)
+	return rep, err
+}
+
+func (rt *Runtime) collectIntents(ctx context.Context) (ICReport, error) {
 	ctx = withExec(ctx, rt.cfg.Name, CollectorIC)
 	var rep ICReport
 	now := rt.now()
@@ -249,6 +256,13 @@ type GCReport struct {
 //     (never a new run) until KeyRetention passed, and then with ErrKeyExpired until
 //     ExpiredKeyRetention passed.
 func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
+	start := time.Now()
+	rep, err := rt.collectGarbage(ctx)
+	rt.collectorMetrics.gcPass(time.Since(start), rep, err)
+	return rep, err
+}
+
+func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	ctx = withExec(ctx, rt.cfg.Name, CollectorGC)
 	var rep GCReport
 	now := rt.now()

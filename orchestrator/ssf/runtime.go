@@ -107,6 +107,7 @@ type Runtime struct {
 	clock Clock
 	log   *slog.Logger
 	stats counters
+	collectorMetrics collectorMetrics
 }
 
 type counters struct {
@@ -185,6 +186,7 @@ func New(cfg Config) (*Runtime, error) {
 	rt := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger.With("ssf", cfg.Name)}
 	rt.st = store.NewTable(rt.wrapDriver(cfg.Store.Driver()), cfg.Store.Name())
 	rt.stats.meter(cfg.Name)
+	rt.collectorMetrics = newCollectorMetrics(cfg.Name)
 	return rt, nil
 }
 

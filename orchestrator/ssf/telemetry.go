@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -192,4 +193,82 @@ func (c *counters) meter(ssfName string) {
 			s.counter, s.attrs = inst, attrs
 		}
 	}
+}
+
+// collectorInstruments are the collectors' metrics: passes and their duration by collector and
+// outcome, what the last pass found, and what the garbage collector removed.
+type collectorInstruments struct {
+	passes                                   metric.Int64Counter
+	duration                                 metric.Float64Histogram
+	pending, held, items                     metric.Int64Gauge
+	intentsRemoved, logRowsDeleted, daalRows metric.Int64Counter
+}
+
+var collectorInstrumentsOnce = sync.OnceValue(func() collectorInstruments {
+	meter := otel.Meter("github.com/ssfkit/ssfkit/orchestrator/ssf")
+	var c collectorInstruments
+	c.passes, _ = meter.Int64Counter("ssf.collector.passes", metric.WithUnit("{pass}"),
+		metric.WithDescription("collector passes, by ssf.collector (ic, gc) and ssf.outcome (ok, error)"))
+	c.duration, _ = meter.Float64Histogram("ssf.collector.duration", metric.WithUnit("s"),
+		metric.WithDescription("how long a collector pass took, by ssf.collector"))
+	c.pending, _ = meter.Int64Gauge("ssf.ic.pending", metric.WithUnit("{instance}"),
+		metric.WithDescription("unfinished instances the intent collector's last pass found"))
+	c.held, _ = meter.Int64Gauge("ssf.gc.held", metric.WithUnit("{instance}"),
+		metric.WithDescription("instances finished more than T ago that the last pass kept for their holder"))
+	c.items, _ = meter.Int64Gauge("ssf.gc.items", metric.WithUnit("{item}"),
+		metric.WithDescription("linked DAALs the last garbage collector pass visited"))
+	c.intentsRemoved, _ = meter.Int64Counter("ssf.gc.intents_removed", metric.WithUnit("{instance}"),
+		metric.WithDescription("instances collected (their intents replaced by tombstones)"))
+	c.logRowsDeleted, _ = meter.Int64Counter("ssf.gc.log_rows_deleted", metric.WithUnit("{row}"),
+		metric.WithDescription("read- and invoke-log rows deleted"))
+	c.daalRows, _ = meter.Int64Counter("ssf.gc.daal_rows_deleted", metric.WithUnit("{row}"),
+		metric.WithDescription("unreachable DAAL rows deleted"))
+	return c
+})
+
+// collectorMetrics records one SSF's collector passes.
+type collectorMetrics struct {
+	inst        collectorInstruments
+	ssf, ic, gc attribute.KeyValue
+}
+
+func newCollectorMetrics(ssfName string) collectorMetrics {
+	return collectorMetrics{inst: collectorInstrumentsOnce(), ssf: attribute.String("ssf.name", ssfName),
+		ic: attribute.String("ssf.collector", "ic"), gc: attribute.String("ssf.collector", "gc")}
+}
+
+func (m collectorMetrics) pass(which attribute.KeyValue, took time.Duration, err error) {
+	if m.inst.passes == nil {
+		return
+	}
+	ctx := context.Background()
+	outcome := attribute.String("ssf.outcome", "ok")
+	if err != nil {
+		outcome = attribute.String("ssf.outcome", "error")
+	}
+	m.inst.passes.Add(ctx, 1, metric.WithAttributes(m.ssf, which, outcome))
+	m.inst.duration.Record(ctx, took.Seconds(), metric.WithAttributes(m.ssf, which))
+}
+
+func (m collectorMetrics) icPass(took time.Duration, rep ICReport, err error) {
+	m.pass(m.ic, took, err)
+	if err == nil && m.inst.pending != nil {
+		m.inst.pending.Record(context.Background(), int64(rep.Pending), metric.WithAttributes(m.ssf))
+	}
+}
+
+func (m collectorMetrics) gcPass(took time.Duration, rep GCReport, err error) {
+	m.pass(m.gc, took, err)
+	if m.inst.passes == nil {
+		return
+	}
+	ctx, attrs := context.Background(), metric.WithAttributes(m.ssf)
+	if err == nil {
+		m.inst.held.Record(ctx, int64(rep.Held), attrs)
+		m.inst.items.Record(ctx, int64(rep.Items), attrs)
+	}
+	// What a failed pass removed before it stopped was removed all the same.
+	m.inst.intentsRemoved.Add(ctx, int64(rep.IntentsRemoved), attrs)
+	m.inst.logRowsDeleted.Add(ctx, int64(rep.LogRowsDeleted), attrs)
+	m.inst.daalRows.Add(ctx, int64(rep.RowsDeleted+rep.ShadowRows), attrs)
 }
