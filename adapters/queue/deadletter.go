@@ -189,12 +189,15 @@ func (d DeadLetter) MessageAttributes() map[string]string {
 func WriteDeadLetter(ctx context.Context, dlq *Queue, rec DeadLetter) (bodyOmitted bool, err error) {
 	attrs := rec.MessageAttributes()
 	_, err = dlq.SendWithAttributes(ctx, rec.Encode(), attrs)
-	if !errors.Is(err, ErrTooLarge) {
-		return false, err
+	if errors.Is(err, ErrTooLarge) {
+		bodyOmitted = true
+		rec.BodyOmittedBytes, rec.Body, rec.Attributes = len(rec.Body), nil, nil
+		_, err = dlq.SendWithAttributes(ctx, rec.Encode(), attrs)
 	}
-	rec.BodyOmittedBytes, rec.Body, rec.Attributes = len(rec.Body), nil, nil
-	_, err = dlq.SendWithAttributes(ctx, rec.Encode(), attrs)
-	return true, err
+	if err == nil {
+		countDeadLetter(ctx, rec.Source)
+	}
+	return bodyOmitted, err
 }
 
 // redriveLease hides a record Redrive leaves in the dead-letter queue for the rest of the run.
