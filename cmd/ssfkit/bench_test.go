@@ -252,9 +252,9 @@ func TestBenchTracingJSON(t *testing.T) {
 		}
 	}
 	// Per kind: 6 step spans (12 for ReadModifyWrite) in 2 instances, and SyncInvoke's 6
-	// executions of its callee; 6 empty instances.
-	if want := 6*len(bench.Ops) + 6 + 2*len(bench.Ops) + 6 + 6; rep.Spans != want {
-		t.Errorf("%d spans recorded, want %d", rep.Spans, want)
+	// executions of its callee; 6 empty instances; and, beyond those, their store requests.
+	if steps := 6*len(bench.Ops) + 6 + 2*len(bench.Ops) + 6 + 6; rep.Spans <= steps {
+		t.Errorf("%d spans recorded, want the %d of executions and steps and their store requests", rep.Spans, steps)
 	}
 	if err := benchMain(context.Background(), []string{"tracing", "--ops", "0"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--ops") {
 		t.Errorf("--ops 0: %v", err)

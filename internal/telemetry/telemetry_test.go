@@ -240,6 +240,20 @@ func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 			t.Errorf("%s's parent is %s, want %s", c.child.Name, id(c.child.ParentSpanId), c.parent.Name)
 		}
 	}
+	// The steps' store requests are their children.
+	storeUnder := map[string]int{}
+	for _, s := range rc.spans {
+		if strings.HasPrefix(s.Name, "store.") {
+			for _, step := range []*tracepb.Span{read, cond, write} {
+				if id(s.ParentSpanId) == id(step.SpanId) {
+					storeUnder[step.Name]++
+				}
+			}
+		}
+	}
+	if storeUnder["ssf.read"] == 0 || storeUnder["ssf.condwrite"] == 0 || storeUnder["ssf.write"] == 0 {
+		t.Errorf("store requests under the steps: %v", storeUnder)
+	}
 	if a := attrs(orderSpan); a["ssf.instance.id"] != "order-1" || a["ssf.name"] != "order" || a["ssf.outcome"] != "ok" {
 		t.Errorf("the order's span: %v", a)
 	}

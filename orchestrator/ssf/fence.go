@@ -78,42 +78,52 @@ func newFencedDriver(d, raw store.Driver) fencedDriver {
 	return fencedDriver{Driver: d, batches: batches}
 }
 
-func (f fencedDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
-	if err := checkFence(ctx); err != nil {
+func (f fencedDriver) Get(ctx context.Context, key store.Key) (a store.Attrs, found bool, err error) {
+	if err = checkFence(ctx); err != nil {
 		return nil, false, err
 	}
+	ctx, end := storeSpan(ctx, "get", key.Partition)
+	defer end(&err)
 	return f.Driver.Get(ctx, key)
 }
 
-func (f fencedDriver) Update(ctx context.Context, key store.Key, c store.Cond, u store.Update) (store.UpdateResult, error) {
-	if err := checkFence(ctx); err != nil {
+func (f fencedDriver) Update(ctx context.Context, key store.Key, c store.Cond, u store.Update) (r store.UpdateResult, err error) {
+	if err = checkFence(ctx); err != nil {
 		return store.UpdateResult{}, err
 	}
+	ctx, end := storeSpan(ctx, "update", key.Partition)
+	defer end(&err)
 	return f.Driver.Update(ctx, key, c, u)
 }
 
-func (f fencedDriver) Scan(ctx context.Context, partition string, o store.ScanOptions) ([]store.Row, error) {
-	if err := checkFence(ctx); err != nil {
+func (f fencedDriver) Scan(ctx context.Context, partition string, o store.ScanOptions) (rows []store.Row, err error) {
+	if err = checkFence(ctx); err != nil {
 		return nil, err
 	}
+	ctx, end := storeSpan(ctx, "scan", partition)
+	defer end(&err)
 	return f.Driver.Scan(ctx, partition, o)
 }
 
-func (f fencedDriver) Delete(ctx context.Context, key store.Key, c store.Cond) (bool, error) {
-	if err := checkFence(ctx); err != nil {
+func (f fencedDriver) Delete(ctx context.Context, key store.Key, c store.Cond) (ok bool, err error) {
+	if err = checkFence(ctx); err != nil {
 		return false, err
 	}
+	ctx, end := storeSpan(ctx, "delete", key.Partition)
+	defer end(&err)
 	return f.Driver.Delete(ctx, key, c)
 }
 
 // UpdateBatch is one request where the store batches, else one per update, each checked.
-func (f fencedDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+func (f fencedDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, err error) {
 	if !f.batches {
 		return store.UpdateEach(ctx, f, ups)
 	}
-	if err := checkFence(ctx); err != nil {
+	if err = checkFence(ctx); err != nil {
 		return nil, err
 	}
+	ctx, end := storeSpan(ctx, "batch", ups[0].Key.Partition)
+	defer end(&err)
 	return store.UpdateBatch(ctx, f.Driver, ups)
 }
 

@@ -102,11 +102,11 @@ const (
 
 // Runtime runs one SSF's instances and collectors.
 type Runtime struct {
-	cfg   Config
-	st    *store.Table
-	clock Clock
-	log   *slog.Logger
-	stats counters
+	cfg              Config
+	st               *store.Table
+	clock            Clock
+	log              *slog.Logger
+	stats            counters
 	collectorMetrics collectorMetrics
 }
 

@@ -104,25 +104,22 @@ func endInstanceSpan(span trace.Span, res Result, err error) {
 
 // traceStep starts the span of a step the handler takes (kind: read, write, invoke...) with
 // attributes given as name, value pairs: a child of the execution's span, or of the step that
-// takes it (a transaction's conditional write reads, then writes). The returned func ends it
-// with the step's error. When nothing records it builds nothing.
+// takes it (a transaction's conditional write reads, then writes). Until the returned func ends
+// it with the step's error, the Env's context carries it, so the step's store requests and the
+// invocation it sends are its children. When nothing records it builds nothing.
 func (e *Env) traceStep(kind string, kv ...string) func(*error) {
-	parent := e.ctx
-	if e.stepSpan != nil {
-		parent = trace.ContextWithSpan(e.ctx, e.stepSpan)
-	}
-	if !trace.SpanFromContext(parent).IsRecording() {
+	if !trace.SpanFromContext(e.ctx).IsRecording() {
 		return noStep
 	}
 	attrs := make([]attribute.KeyValue, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
 		attrs = append(attrs, attribute.String(kv[i], kv[i+1]))
 	}
-	_, span := tracer().Start(parent, "ssf."+kind, trace.WithAttributes(attrs...))
-	outer := e.stepSpan
-	e.stepSpan = span
+	outerCtx, outerSpan := e.ctx, e.stepSpan
+	ctx, span := tracer().Start(e.ctx, "ssf."+kind, trace.WithAttributes(attrs...))
+	e.ctx, e.stepSpan = ctx, span
 	return func(err *error) {
-		e.stepSpan = outer
+		e.ctx, e.stepSpan = outerCtx, outerSpan
 		if *err != nil {
 			span.RecordError(*err)
 			span.SetStatus(codes.Error, (*err).Error())
@@ -133,12 +130,21 @@ func (e *Env) traceStep(kind string, kv ...string) func(*error) {
 
 func noStep(*error) {}
 
-// stepContext is the context of the step being taken: what an invocation propagates.
-func (e *Env) stepContext() context.Context {
-	if e.stepSpan != nil {
-		return trace.ContextWithSpan(e.ctx, e.stepSpan)
+// storeSpan starts the span of one store request (get, update, scan, delete, batch) when the
+// step or collector sending it records; end ends it with the request's error.
+func storeSpan(ctx context.Context, op, partition string) (context.Context, func(*error)) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, noStep
 	}
-	return e.ctx
+	ctx, span := tracer().Start(ctx, "store."+op, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.operation.name", op), attribute.String("ssf.store.partition", partition)))
+	return ctx, func(err *error) {
+		if *err != nil {
+			span.RecordError(*err)
+			span.SetStatus(codes.Error, (*err).Error())
+		}
+		span.End()
+	}
 }
 
 // stat is one of a runtime's counters: kept for Stats, and added to the OpenTelemetry counter
