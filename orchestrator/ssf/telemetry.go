@@ -118,13 +118,10 @@ func (e *Env) traceStep(kind string, kv ...string) func(*error) {
 	outerCtx, outerSpan := e.ctx, e.stepSpan
 	ctx, span := tracer().Start(e.ctx, "ssf."+kind, trace.WithAttributes(attrs...))
 	e.ctx, e.stepSpan = ctx, span
+	end := endSpan(span)
 	return func(err *error) {
 		e.ctx, e.stepSpan = outerCtx, outerSpan
-		if *err != nil {
-			span.RecordError(*err)
-			span.SetStatus(codes.Error, (*err).Error())
-		}
-		span.End()
+		end(err)
 	}
 }
 
@@ -138,7 +135,12 @@ func storeSpan(ctx context.Context, op, partition string) (context.Context, func
 	}
 	ctx, span := tracer().Start(ctx, "store."+op, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.operation.name", op), attribute.String("ssf.store.partition", partition)))
-	return ctx, func(err *error) {
+	return ctx, endSpan(span)
+}
+
+// endSpan ends span with the error its operation returned, if any.
+func endSpan(span trace.Span) func(*error) {
+	return func(err *error) {
 		if *err != nil {
 			span.RecordError(*err)
 			span.SetStatus(codes.Error, (*err).Error())
