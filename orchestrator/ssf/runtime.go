@@ -426,8 +426,8 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	if req.Holder != "" {
 		upd = append(upd, store.SetAttr(store.Attr(attrHolder), req.Holder))
 	}
-	if req.Trace != "" {
-		upd = append(upd, store.SetAttr(store.Attr(attrTrace), req.Trace))
+	if tp := validTraceparent(req.Trace); tp != "" {
+		upd = append(upd, store.SetAttr(store.Attr(attrTrace), tp))
 	}
 	if heldIndex {
 		upd = append(upd, store.SetAttr(store.Attr(attrHeldIndex), true))

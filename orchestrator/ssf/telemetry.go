@@ -60,6 +60,21 @@ func traceparent(ctx context.Context) string {
 	return c["traceparent"]
 }
 
+// validTraceparent returns tp as W3C traceparent when it is one, else "": a request's Trace
+// comes from outside, and only a well-formed one (55 bytes) is kept in the intent.
+func validTraceparent(tp string) string {
+	if tp == "" {
+		return ""
+	}
+	ctx := traceContext.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	traceContext.Inject(ctx, c)
+	return c["traceparent"]
+}
+
 // instanceSpan starts the span of one execution of an instance: a child of the step that
 // invoked it when the intent names one, else of whatever span ctx holds (a host's request).
 func (rt *Runtime) instanceSpan(ctx context.Context, in *intent, replaying bool) (context.Context, trace.Span) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -93,5 +95,32 @@ func TestExecutionsAreSpansUnderTheirInvoker(t *testing.T) {
 	// Two reads and two writes, the first write failed by the crash.
 	if steps["ssf.read"] != 2 || steps["ssf.write"] != 2 {
 		t.Errorf("step spans %v", steps)
+	}
+}
+
+// A request's traceparent comes from outside: one that is not W3C's is ignored (the execution is
+// a root), and never fills the intent row, however long.
+func TestMalformedTraceparentIsIgnored(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	defer otel.SetTracerProvider(noop.NewTracerProvider())
+	h := local.NewHost()
+	defer h.Close()
+	rt, err := h.Add(ssf.Config{Name: "m", Store: newTable(), Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+		return nil, env.Write("t", "k", "v")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tp := range []string{"not a traceparent", "00-" + strings.Repeat("ab", store.PortableMaxRowBytes) + "-01"} {
+		res, err := rt.Handle(context.Background(), ssf.Request{InstanceID: fmt.Sprintf("m-%d", i), Input: json.RawMessage(`1`), Trace: tp})
+		if err != nil || res.Error != "" {
+			t.Fatalf("traceparent %.20q: %+v %v", tp, res, err)
+		}
+	}
+	for _, s := range rec.Ended() {
+		if s.Name() == "ssf m" && s.Parent().IsValid() {
+			t.Errorf("an execution took a malformed traceparent's parent %v", s.Parent())
+		}
 	}
 }
