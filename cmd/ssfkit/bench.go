@@ -21,8 +21,6 @@ var benchmarks = []struct {
 }{
 	{"ops", "raw vs exactly-once Read, Write, CondWrite and SyncInvoke, side by side on one store, " +
 		"with a short and with a pre-grown linked DAAL (Beldi §7.3)", benchOps},
-	{"tracing", "exactly-once Read, Write, CondWrite and SyncInvoke, and an empty instance, with OpenTelemetry " +
-		"tracing off (no SDK) and on (every span recorded), side by side: what the instrumentation costs", benchTracing},
 	{"daal", "linked DAAL length and write latency over time, with and without garbage collection, " +
 		"every instance writing one key (Beldi §7.5, Fig. 16)", benchDAAL},
 	{"travel", "the travel reservation app: throughput, median and p99 latency of reservations with " +
@@ -40,6 +38,8 @@ var benchmarks = []struct {
 	{"coord-cost", "the coordination service's cost model (FaaSKeeper Table 4, today's list prices) on the " +
 		"store requests a bench coord report measured: USD per million operations per cloud, break-even " +
 		"with a ZooKeeper ensemble", benchCoordCost},
+	{"tracing", "exactly-once Read, Write, CondWrite and SyncInvoke, and an empty instance, with OpenTelemetry " +
+		"tracing off (no SDK) and on (every span recorded), side by side: what the instrumentation costs", benchTracing},
 }
 
 // benchNames are the benchmarks' names, for the help and messages.

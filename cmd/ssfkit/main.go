@@ -49,7 +49,7 @@ var commands = []command{
 			"(127.0.0.1:7233, e.g. dev's; --temporal), with the collectors"},
 	{name: "bench", variants: benchNames, args: "[flags]", run: benchMain,
 		summary: "benchmark exactly-once operations, DAAL length, travel transactions, the backends, " +
-			"Temporal steps and the shared log (BENCHMARKS.md)"},
+			"Temporal steps, the shared log, the coordination service and tracing (BENCHMARKS.md)"},
 	{name: "build", args: "--cloud " + strings.Join(deploy.Clouds, "|") + " --app APP|--pkg PKG --out FILE", run: runBuild,
 		summary: "build the artifact a cloud's ssf module deploys (a zip, or a container image for gcp)"},
 	{name: "up", args: "--cloud " + cloudChoices() + " [flags]", run: runUp,
