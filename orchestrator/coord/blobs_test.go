@@ -122,14 +122,7 @@ func TestLargeDataInBucket(t *testing.T) {
 			ctx := context.Background()
 			b := bucket(t)
 			url := "mem://" + strings.ReplaceAll(t.Name(), "/", "-") + randomHex(4)
-			open := func() *store.Table {
-				tbl, err := store.Open(ctx, url)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { tbl.Close() })
-				return tbl
-			}
+			open := opener(t, url)
 			tbl := open()
 			s := newServiceWith(t, tbl, Config{Blobs: b})
 			big := bytes.Repeat([]byte("0123456789abcdef"), MaxData/16)

@@ -22,16 +22,7 @@ import (
 // backends open a fresh table per test; each call of the returned func opens another handle on
 // the same table, as a second process would.
 func backends(t *testing.T) map[string]func() *store.Table {
-	open := func(url string) func() *store.Table {
-		return func() *store.Table {
-			tbl, err := store.Open(context.Background(), url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { tbl.Close() })
-			return tbl
-		}
-	}
+	open := func(url string) func() *store.Table { return opener(t, url) }
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
 	viaProxies := open("mem://" + name + "-proxied-" + randomHex(4))
 	return map[string]func() *store.Table{
@@ -44,6 +35,19 @@ func backends(t *testing.T) map[string]func() *store.Table {
 			proxied.Store(tbl, true)
 			return tbl
 		},
+	}
+}
+
+// opener opens a handle on the table at url per call, as another process would, closed when
+// t ends.
+func opener(t *testing.T, url string) func() *store.Table {
+	return func() *store.Table {
+		tbl, err := store.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tbl.Close() })
+		return tbl
 	}
 }
 

@@ -373,14 +373,7 @@ func TestProxyWithABucketWritesNoMetaRow(t *testing.T) {
 func TestLostNumbersLeaveNoParts(t *testing.T) {
 	ctx := context.Background()
 	url := "mem://coord-lost-parts-" + randomHex(4) + "?max_row_bytes=16384"
-	open := func() *store.Table {
-		tbl, err := store.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tbl.Close() })
-		return tbl
-	}
+	open := opener(t, url)
 	proxies := []*Service{newProxy(t, open(), fast), newProxy(t, open(), fast)}
 	c := newSession(t, proxies[0], time.Minute)
 	mustCreate(t, proxies[0], c, "/big", "", Persistent)

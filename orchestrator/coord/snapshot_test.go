@@ -133,14 +133,7 @@ func TestSnapshotWithABucket(t *testing.T) {
 	ctx := context.Background()
 	bucket := memBucket(t)
 	url := "mem://coord-snap-bucket-" + randomHex(4)
-	open := func() *store.Table {
-		tbl, err := store.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tbl.Close() })
-		return tbl
-	}
+	open := opener(t, url)
 	cfg := Config{MinSessionTimeout: 50 * time.Millisecond, Tick: time.Hour, SnapshotEvery: -1, BlobSweep: -1, Blobs: bucket}
 	start := func() *Service {
 		s, err := New(ctx, open(), cfg)

@@ -80,13 +80,9 @@ func TestSubmitUnderDuplicatedDeliveries(t *testing.T) {
 	ctx := context.Background()
 	url := "mem://coord-submit-" + randomHex(4)
 	var servers []*Service
+	open := opener(t, url)
 	for range 2 {
-		tbl, err := store.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tbl.Close() })
-		servers = append(servers, newServer(t, tbl, Config{}))
+		servers = append(servers, newServer(t, open(), Config{}))
 	}
 	c := newSession(t, servers[0], time.Hour)
 	mustCreate(t, servers[0], Caller{}, "/q", "", Persistent)

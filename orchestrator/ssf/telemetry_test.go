@@ -37,13 +37,19 @@ func (c *crashAfterFirstWrite) Inject(_ context.Context, p ssf.FaultPoint) error
 	return nil
 }
 
+// recordSpans installs a tracer provider that records every span, until t ends.
+func recordSpans(t *testing.T) *tracetest.SpanRecorder {
+	rec := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+	return rec
+}
+
 // Every execution of an instance is a span, a child of the step that invoked it (the request's
 // traceparent, kept in the intent, so a relaunch without it is placed the same): an abandoned
 // execution shows as such, and its re-execution as a re-execution.
 func TestExecutionsAreSpansUnderTheirInvoker(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	defer otel.SetTracerProvider(noop.NewTracerProvider())
+	rec := recordSpans(t)
 	h := local.NewHost()
 	defer h.Close()
 	rt, err := h.Add(ssf.Config{Name: "w", Store: newTable(), Faults: &crashAfterFirstWrite{}, Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
@@ -101,9 +107,7 @@ func TestExecutionsAreSpansUnderTheirInvoker(t *testing.T) {
 // A request's traceparent comes from outside: one that is not W3C's is ignored (the execution is
 // a root), and never fills the intent row, however long.
 func TestMalformedTraceparentIsIgnored(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	defer otel.SetTracerProvider(noop.NewTracerProvider())
+	rec := recordSpans(t)
 	h := local.NewHost()
 	defer h.Close()
 	rt, err := h.Add(ssf.Config{Name: "m", Store: newTable(), Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
