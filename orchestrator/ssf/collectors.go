@@ -237,6 +237,10 @@ type GCReport struct {
 	TxsRemoved     int // finished transactions whose record and shadows were removed
 	ShadowRows     int // rows of those transactions' shadow DAALs deleted
 	Items          int // linked DAALs visited
+	Exported       int // instances whose provenance records were exported before their logs were deleted
+	// Lag is how long past T the oldest finished instance the pass kept (held by its holder)
+	// has waited; an export that fails fails the pass.
+	Lag time.Duration
 }
 
 // CollectGarbage is the garbage collector (Beldi §5, Fig. 10). It relies on the bound T
@@ -293,6 +297,9 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 			if err != nil {
 				return rep, err
 			}
+			if v != entryRecyclable {
+				rep.Lag = max(rep.Lag, time.Duration(now-fin)-rt.cfg.GCBound)
+			}
 			switch v {
 			case entryHeld:
 				rep.Held++
@@ -310,20 +317,12 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	}
 	rep.Recyclable = len(recyclable)
 
+	ids := make([]string, 0, len(recyclable))
 	for id := range recyclable {
-		rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{}})
-		if err != nil {
-			return rep, err
-		}
-		for _, row := range rows {
-			if row.Key.Sort == intentSort {
-				continue
-			}
-			if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
-				return rep, err
-			}
-			rep.LogRowsDeleted++
-		}
+		ids = append(ids, id)
+	}
+	if err := rt.collectLogs(ctx, ids, &rep); err != nil {
+		return rep, err
 	}
 
 	for _, tx := range endedTxs {
@@ -630,6 +629,7 @@ func (rt *Runtime) collectDAAL(ctx context.Context, part string, now int64, gone
 	if len(chain) == 0 {
 		return nil
 	}
+	rt.collectorMetrics.daalLength(len(chain))
 	// Rows found unreachable became so before the scan returned: their dangle time is taken
 	// after it, however long the pass was paused before.
 	scanned := rt.now()

@@ -56,15 +56,16 @@ func (rt *Runtime) scanChain(ctx context.Context, st *store.Table, part string, 
 // highest id. Ids increase along the list, rows after the tail can only be a successor being
 // appended (created holding its full predecessor's final value), and the collector removes only
 // rows before the tail, so the last row always holds the current value (Beldi Fig. 5 reads the
-// tail found by a scan; this is the same value without the scan).
-func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, error) {
+// tail found by a scan; this is the same value without the scan). It also returns the value's
+// version (0 for an item never written).
+func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, int64, error) {
 	rows, err := rt.st.Scan(ctx, dataPartition(table, key), store.ScanOptions{
-		Reverse: true, Limit: 1, Projection: []store.Path{store.Attr(attrValue)}})
+		Reverse: true, Limit: 1, Projection: []store.Path{store.Attr(attrValue), store.Attr(attrSeq)}})
 	if err != nil || len(rows) == 0 {
-		return nil, err
+		return nil, 0, err
 	}
 	v, _ := rows[0].Attrs[attrValue].([]byte)
-	return v, nil
+	return v, itemVersion(rows[0].Attrs), nil
 }
 
 // daalWrite is one logged change to an item: its value, its lock, or both, optionally under a
@@ -78,6 +79,21 @@ type daalWrite struct {
 	// when, if set, must hold on the tail's attributes; its outcome is what the step logs
 	// (Beldi's B1/B2), and the tail's version is pinned so it is the outcome at the write.
 	when func(store.Attrs) bool
+	// record, if set, is the write's provenance record, completed with its outcome and queued
+	// for the instance's log (Env.logAndWrite).
+	record *dataEvent
+	// versioned numbers the item's values for provenance: a value write that applies sets Seq
+	// to one more than the tail's, pinned to it, and the step's entry in RecentSeqs says which
+	// version it made (or, failed, saw), so a re-execution that finds the step logged knows it.
+	versioned bool
+}
+
+// daalOutcome is a logged write's outcome: whether it applied, whether an earlier or
+// concurrent execution of the step had logged it already (Beldi's case A), and, for a versioned
+// write, the item's version it made or its condition saw (-1 otherwise).
+type daalOutcome struct {
+	applied, replayed bool
+	version           int64
 }
 
 type lockChange struct {
@@ -90,44 +106,61 @@ type lockChange struct {
 // already logged (by an earlier or concurrent execution of the step: Beldi's case A). Beldi Fig. 6 and §4.4: a
 // projected scan first finds whether this step already happened in any row (case A) and where
 // the tail is; tryWrite then works through the cases on the tail.
-func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (applied, replayed bool, err error) {
+func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (daalOutcome, error) {
 	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
+	if w.versioned {
+		// The version to number after comes with the scan (pinned at the write), without the
+		// value: a versioned write that must append re-reads the full row first (tryWrite).
+		proj = append(proj, store.Attr(attrRecentSeqs).Entry(lk), store.Attr(attrSeq), store.Attr(attrLogSize))
+	}
 	if w.when != nil {
 		// The condition needs the tail's state: bring it with the scan rather than in a
 		// separate read. The version pin catches a change in between.
 		proj = append(proj, store.Attr(attrValue), store.Attr(attrVersion), store.Attr(attrLogSize),
-			store.Attr(attrLockOwner), store.Attr(attrLockStart))
+			store.Attr(attrLockOwner), store.Attr(attrLockStart), store.Attr(attrSeq))
 	}
 	chain, _, err := rt.scanChain(ctx, st, part, proj)
 	if err != nil {
-		return false, false, err
+		return daalOutcome{}, err
 	}
 	for _, r := range chain {
-		if outcome, ok := loggedOutcome(r.attrs, lk); ok {
-			return outcome, true, nil
+		if out, ok := loggedOutcome(r.attrs, lk); ok {
+			return out, nil
 		}
 	}
 	if len(chain) == 0 {
 		if err := rt.ensureHead(ctx, st, part); err != nil {
-			return false, false, err
+			return daalOutcome{}, err
 		}
 		return rt.tryWrite(ctx, st, part, headRowID, nil, lk, w)
 	}
 	tail := chain[len(chain)-1]
 	var known store.Attrs
-	if _, more := tail.attrs[attrNextRow]; w.when != nil && !more {
+	if _, more := tail.attrs[attrNextRow]; (w.when != nil || w.versioned) && !more {
 		known = tail.attrs
 	}
 	return rt.tryWrite(ctx, st, part, tail.id, known, lk, w)
 }
 
-func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
+// loggedOutcome returns the step's logged outcome in row a, if it is there.
+func loggedOutcome(a store.Attrs, lk string) (daalOutcome, bool) {
 	v, ok := store.Lookup(a, store.Attr(attrRecentWrites).Entry(lk))
 	if !ok {
-		return false, false
+		return daalOutcome{}, false
 	}
-	b, _ := v.(bool)
-	return b, true
+	out := daalOutcome{replayed: true, version: -1}
+	out.applied, _ = v.(bool)
+	if seq, ok := store.Lookup(a, store.Attr(attrRecentSeqs).Entry(lk)); ok {
+		out.version, _ = seq.(int64)
+	}
+	return out, true
+}
+
+// itemVersion is the version of the value a row holds (rows written before versions were
+// numbered count as version 0).
+func itemVersion(a store.Attrs) int64 {
+	v, _ := a[attrSeq].(int64)
+	return v
 }
 
 // tryWrite drives one write to completion from a candidate tail. Each row is in one of Beldi's
@@ -137,59 +170,81 @@ func loggedOutcome(a store.Attrs, lk string) (outcome, ok bool) {
 // case holds, and since no case leads back to B, the state read stays valid for the decision.
 // A conditional write also pins the row version it evaluated the condition against, so the
 // logged outcome is the condition's value at the instant of the write.
-// cur is the row's state if the caller knows it (a conditional write's scan), else nil.
-func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row string, cur store.Attrs, lk string, w daalWrite) (applied, replayed bool, err error) {
+// cur is the row's state if the caller knows it (a conditional or versioned write's scan,
+// projected), else nil.
+func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row string, cur store.Attrs, lk string, w daalWrite) (daalOutcome, error) {
+	needsState := w.when != nil || w.versioned
+	projected := cur != nil && w.when == nil // lacks what appendRow copies
 	for {
 		if err := ctx.Err(); err != nil {
-			return false, false, err
+			return daalOutcome{}, err
 		}
 		key := store.Key{Partition: part, Sort: row}
-		if cur == nil && w.when != nil {
+		if cur == nil && needsState {
 			a, found, err := st.Get(ctx, key)
 			if err != nil {
-				return false, false, err
+				return daalOutcome{}, err
 			}
 			if !found {
-				return false, false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+				return daalOutcome{}, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
 			}
-			cur = a
+			cur, projected = a, false
 		}
 		if cur == nil || rt.caseB(cur, lk) {
-			applies, guard := true, rt.caseBCond(lk)
+			out, guard := daalOutcome{applied: true, version: -1}, rt.caseBCond(lk)
 			if w.when != nil {
-				applies = w.when(cur)
+				out.applied = w.when(cur)
 				guard = store.And(guard, versionIs(cur))
 			}
-			r, err := st.Update(ctx, key, guard, w.update(lk, applies))
+			if w.versioned {
+				out.version = itemVersion(cur)
+				if out.applied {
+					out.version++
+				}
+				if w.when == nil {
+					guard = store.And(guard, seqIs(cur))
+				}
+			}
+			r, err := st.Update(ctx, key, guard, w.update(lk, out))
 			if err != nil {
-				return false, false, err
+				return daalOutcome{}, err
 			}
 			if r.Applied {
-				return applies, false, nil // case B (B1 or B2)
+				return out, nil // case B (B1 or B2)
 			}
 			if r.Attrs == nil {
-				return false, false, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+				return daalOutcome{}, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
 			}
-			cur = r.Attrs
+			cur, projected = r.Attrs, false
 		}
-		if outcome, ok := loggedOutcome(cur, lk); ok {
-			return outcome, true, nil // case A: a concurrent execution of this step got here first
+		if out, ok := loggedOutcome(cur, lk); ok {
+			return out, nil // case A: a concurrent execution of this step got here first
 		}
 		if next, ok := cur[attrNextRow].(string); ok {
-			row, cur = next, nil // case C
+			row, cur, projected = next, nil, false // case C
 			continue
 		}
 		if n, _ := cur[attrLogSize].(int64); n >= int64(rt.cfg.RowCapacity) {
+			if projected {
+				a, found, err := st.Get(ctx, key)
+				if err != nil {
+					return daalOutcome{}, err
+				}
+				if !found {
+					return daalOutcome{}, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+				}
+				cur = a
+			}
 			next, err := rt.appendRow(ctx, st, part, row, cur) // case D
 			if err != nil {
-				return false, false, err
+				return daalOutcome{}, err
 			}
-			row, cur = next, nil
+			row, cur, projected = next, nil, false
 			continue
 		}
-		// Still case B: another write changed the row's version under a conditional write.
-		// Re-evaluate on the state just returned.
-		if w.when == nil {
+		// Still case B: another write changed the row's version (or the item's) under a
+		// write that pinned it. Re-evaluate on the state just returned.
+		if !needsState {
 			cur = nil
 		}
 	}
@@ -212,6 +267,14 @@ func (rt *Runtime) caseBCond(lk string) store.Cond {
 	)
 }
 
+// seqIs pins the item's version a versioned write numbers its value after.
+func seqIs(a store.Attrs) store.Cond {
+	if v, ok := a[attrSeq].(int64); ok {
+		return store.Equal(store.Attr(attrSeq), v)
+	}
+	return store.NotExists(store.Attr(attrSeq))
+}
+
 func versionIs(a store.Attrs) store.Cond {
 	if v, ok := a[attrVersion].(int64); ok {
 		return store.Equal(store.Attr(attrVersion), v)
@@ -220,13 +283,19 @@ func versionIs(a store.Attrs) store.Cond {
 }
 
 // update logs the step's outcome and, when the write applies, makes its changes.
-func (w daalWrite) update(lk string, applies bool) store.Update {
+func (w daalWrite) update(lk string, out daalOutcome) store.Update {
 	u := store.Update{
 		store.AddInt(store.Attr(attrLogSize), 1),
-		store.SetAttr(store.Attr(attrRecentWrites).Entry(lk), applies),
+		store.SetAttr(store.Attr(attrRecentWrites).Entry(lk), out.applied),
 		store.AddInt(store.Attr(attrVersion), 1),
 	}
-	if !applies {
+	if w.versioned {
+		u = append(u, store.SetAttr(store.Attr(attrRecentSeqs).Entry(lk), out.version))
+		if out.applied {
+			u = append(u, store.SetAttr(store.Attr(attrSeq), out.version))
+		}
+	}
+	if !out.applied {
 		return u
 	}
 	if w.setValue {
@@ -257,7 +326,7 @@ func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full st
 	}
 	// The item's current state moves to the successor: its value and its lock.
 	init := store.Update{store.SetAttr(store.Attr(attrLogSize), int64(0)), store.SetAttr(store.Attr(attrVersion), int64(0))}
-	for _, a := range []string{attrValue, attrLockOwner, attrLockStart} {
+	for _, a := range []string{attrValue, attrSeq, attrLockOwner, attrLockStart} {
 		if v, ok := fullAttrs[a]; ok {
 			init = append(init, store.SetAttr(store.Attr(a), v))
 		}
@@ -310,7 +379,9 @@ const MaxInputBytes = store.PortableMaxRowBytes - intentOverheadBytes - 2048
 
 // maxValueBytes is the largest value that fits in a DAAL row next to a full write log.
 func (rt *Runtime) maxValueBytes(table, key string) int {
-	perEntry := MaxInstanceIDLen + 40 // "#" incarnation (13 base-36 digits) "#" step, the flag, the encoding's overhead
+	// "#" incarnation (13 base-36 digits) "#" step, the flag, the encoding's overhead; and the
+	// same key again in RecentSeqs with its version
+	perEntry := 2 * (MaxInstanceIDLen + 40)
 	overhead := len(dataPartition(table, key)) + len(headRowID)*2 + 256 + rt.cfg.RowCapacity*perEntry
 	return rt.st.Limits().MaxRowBytes - overhead
 }

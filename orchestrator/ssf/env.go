@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
 )
 
@@ -40,14 +43,31 @@ type Env struct {
 	locksMarked bool     // the intent says the instance takes locks of its own (markLocks)
 	// unlogged holds read-log entries not yet written: a read only needs its value durable
 	// before the next externally visible effect, so entries travel together in one batch then
-	// (flush), and with the done mark for reads after the last effect.
-	unlogged []unloggedRead
+	// (flush), and with the done mark for reads after the last effect. Provenance's write
+	// records travel the same way.
+	unlogged []unloggedEntry
 	stepSpan trace.Span // the step being taken, when tracing records (traceStep)
 }
 
-type unloggedRead struct {
+// unloggedEntry is a read-log entry (value) or, for a write step, its provenance record, not
+// yet written.
+type unloggedEntry struct {
 	step  int
 	value []byte
+	event *dataEvent // the item read or written, when the SSF captures provenance
+}
+
+// dataEvent is what a step did to an item, kept for provenance in the step's log entry: in the
+// read-log entry of a read, in an entry of its own ("w|STEP") for a write.
+type dataEvent struct {
+	write      bool
+	table, key string
+	version    int64 // the item version read, made, or seen by a failed condition; -1 for a shadow
+	applied    bool
+	shadow     bool   // the transaction's own copy of the item
+	digest     string // of a written value
+	value      []byte // a written value, with CaptureFull
+	at         int64
 }
 
 // InstanceID is the instance's id, stable across re-executions.
@@ -149,11 +169,23 @@ func (e *Env) Read(table, key string) (_ json.RawMessage, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.logged(step, func() ([]byte, error) {
+	return e.loggedEvent(step, func() ([]byte, *dataEvent, error) {
+		var v []byte
+		var version int64
+		var shadow bool
+		var err error
 		if e.tx != nil {
-			return e.rt.readInTx(e, table, key)
+			v, version, shadow, err = e.rt.readInTx(e, table, key)
+		} else {
+			v, version, err = e.rt.readValue(e.ctx, table, key)
 		}
-		return e.rt.readValue(e.ctx, table, key)
+		if err != nil || !e.rt.capturing() {
+			return v, nil, err
+		}
+		if shadow {
+			version = -1
+		}
+		return v, &dataEvent{table: table, key: key, version: version, shadow: shadow, at: e.rt.now()}, nil
 	})
 }
 
@@ -187,7 +219,7 @@ func (e *Env) Write(table, key string, value any) (err error) {
 	if err != nil {
 		return err
 	}
-	_, _, err = e.logAndWrite(part, step, daalWrite{setValue: true, value: val})
+	_, err = e.logAndWrite(part, step, daalWrite{setValue: true, value: val, record: e.writeEvent(table, key, val, e.tx != nil)})
 	return err
 }
 
@@ -212,9 +244,10 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (_ bool, 
 	if err != nil {
 		return false, err
 	}
-	ok, _, err := e.logAndWrite(dataPartition(table, key), step, daalWrite{setValue: true, value: val,
-		when: func(a store.Attrs) bool { return evalOnValue(cond, a[attrValue]) }})
-	return ok, err
+	out, err := e.logAndWrite(dataPartition(table, key), step, daalWrite{setValue: true, value: val,
+		when:   func(a store.Attrs) bool { return evalOnValue(cond, a[attrValue]) },
+		record: e.writeEvent(table, key, val, false)})
+	return out.applied, err
 }
 
 // SyncInvoke calls the SSF callee with input and returns its output, exactly once: the callee
@@ -281,11 +314,15 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 		return Result{}, err
 	}
 	logRow := invokeLogKey(e.id, step)
-	r, err := e.rt.st.Update(e.ctx, logRow, store.RowAbsent(), store.Update{
+	entry := store.Update{
 		store.SetAttr(store.Attr(attrKind), "invoke"),
 		store.SetAttr(store.Attr(attrCallee), callee),
 		store.SetAttr(store.Attr(attrCalleeID), uuid.NewString()),
-	})
+	}
+	if e.rt.capturing() {
+		entry = append(entry, store.SetAttr(store.Attr(attrAt), e.rt.now()))
+	}
+	r, err := e.rt.st.Update(e.ctx, logRow, store.RowAbsent(), entry)
 	if err != nil {
 		return Result{}, e.fail(err)
 	}
@@ -391,7 +428,7 @@ func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (_
 		return nil, fmt.Errorf("%w: external call returned invalid JSON", ErrBadInput)
 	}
 	// Logged at once, not deferred: the sooner it is durable, the fewer calls repeat.
-	e.unlogged = append(e.unlogged, unloggedRead{step: step, value: out})
+	e.unlogged = append(e.unlogged, unloggedEntry{step: step, value: out})
 	if err := e.flush(); err != nil {
 		return nil, err
 	}
@@ -403,6 +440,14 @@ func (e *Env) External(fn func(ctx context.Context) (json.RawMessage, error)) (_
 // the first logged value (Beldi Fig. 5). Producing need not be atomic with logging: until
 // logged, nothing external depended on it.
 func (e *Env) logged(step int, produce func() ([]byte, error)) ([]byte, error) {
+	return e.loggedEvent(step, func() ([]byte, *dataEvent, error) {
+		v, err := produce()
+		return v, nil, err
+	})
+}
+
+// loggedEvent is logged for a step whose entry also records what it read, for provenance.
+func (e *Env) loggedEvent(step int, produce func() ([]byte, *dataEvent, error)) ([]byte, error) {
 	if e.replaying {
 		if v, found, err := e.rt.readLog(e.ctx, e.id, step); err != nil || found {
 			if err != nil {
@@ -411,11 +456,11 @@ func (e *Env) logged(step int, produce func() ([]byte, error)) ([]byte, error) {
 			return v, nil
 		}
 	}
-	v, err := produce()
+	v, ev, err := produce()
 	if err != nil {
 		return nil, e.fail(err)
 	}
-	e.unlogged = append(e.unlogged, unloggedRead{step: step, value: v})
+	e.unlogged = append(e.unlogged, unloggedEntry{step: step, value: v, event: ev})
 	return v, nil
 }
 
@@ -439,17 +484,16 @@ func (e *Env) flushTo(st *store.Table) error {
 	}
 	ups := make([]store.BatchUpdate, len(e.unlogged))
 	for i, r := range e.unlogged {
-		upd := store.Update{store.SetAttr(store.Attr(attrKind), "read")}
-		if r.value != nil {
-			upd = append(upd, store.SetAttr(store.Attr(attrValue), r.value))
-		}
-		ups[i] = store.BatchUpdate{Key: readLogKey(e.id, r.step), Cond: store.RowAbsent(), Update: upd}
+		ups[i] = e.logEntry(r)
 	}
 	rs, err := st.UpdateBatch(e.ctx, ups)
 	if err != nil {
 		return err
 	}
 	for i, r := range rs {
+		if w := e.unlogged[i].event; w != nil && w.write {
+			continue // the first record of a write stands: its outcome and version come from the DAAL
+		}
 		if logged, _ := r.Attrs[attrValue].([]byte); !r.Applied && !bytes.Equal(logged, e.unlogged[i].value) {
 			return fmt.Errorf("%w: step %d of instance %s", ErrDiverged, e.unlogged[i].step, e.id)
 		}
@@ -457,24 +501,76 @@ func (e *Env) flushTo(st *store.Table) error {
 	return nil
 }
 
+// logEntry is the conditional creation of an entry's log row.
+func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
+	key, kind := readLogKey(e.id, r.step), "read"
+	if r.event != nil && r.event.write {
+		key, kind = writeRecordKey(e.id, r.step), "write"
+	}
+	upd := store.Update{store.SetAttr(store.Attr(attrKind), kind)}
+	if r.value != nil {
+		upd = append(upd, store.SetAttr(store.Attr(attrValue), r.value))
+	}
+	if ev := r.event; ev != nil {
+		upd = append(upd, store.SetAttr(store.Attr(attrItemTable), ev.table), store.SetAttr(store.Attr(attrItemKey), ev.key),
+			store.SetAttr(store.Attr(attrAt), ev.at))
+		if ev.version >= 0 {
+			upd = append(upd, store.SetAttr(store.Attr(attrItemVersion), ev.version))
+		}
+		if ev.shadow {
+			upd = append(upd, store.SetAttr(store.Attr(attrShadow), true))
+		}
+		if ev.write {
+			upd = append(upd, store.SetAttr(store.Attr(attrApplied), ev.applied), store.SetAttr(store.Attr(attrDigest), ev.digest))
+			if ev.value != nil {
+				upd = append(upd, store.SetAttr(store.Attr(attrWritten), ev.value))
+			}
+		}
+	}
+	return store.BatchUpdate{Key: key, Cond: store.RowAbsent(), Update: upd}
+}
+
 // logAndWrite flushes the queued read-log entries, then performs step's logged write on the
 // linked DAAL in partition part. On a store with transactions (store.Transactor) both go in one
 // transaction with one commit: with an ACID store, the log writes share the data write's
 // transaction (Beldi §8, Apiary). Elsewhere they are separate requests, which the protocol
 // tolerates: an entry logged without the write that followed is replayed.
-func (e *Env) logAndWrite(part string, step int, w daalWrite) (applied, replayed bool, err error) {
+//
+// A write with a provenance record numbers the item's version (not a transaction's shadow,
+// whose numbers the commit's write gives) and queues the record, which is written with the next
+// batch of log entries: at the latest with the done mark, so a finished instance has them all.
+func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, err error) {
+	w.versioned = w.record != nil && !w.record.shadow
 	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) error {
 		if err := e.flushTo(st); err != nil {
 			return err
 		}
-		applied, replayed, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
+		out, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
 		return err
 	})
 	if err != nil {
-		return false, false, e.fail(err)
+		return daalOutcome{}, e.fail(err)
 	}
 	e.unlogged = e.unlogged[:0]
-	return applied, replayed, nil
+	if rec := w.record; rec != nil {
+		rec.applied, rec.version, rec.at = out.applied, out.version, e.rt.now()
+		e.unlogged = append(e.unlogged, unloggedEntry{step: step, event: rec})
+	}
+	return out, nil
+}
+
+// writeEvent is the provenance record of a write of value to an item, nil when the SSF does not
+// capture provenance.
+func (e *Env) writeEvent(table, key string, value []byte, shadow bool) *dataEvent {
+	if !e.rt.capturing() {
+		return nil
+	}
+	sum := sha256.Sum256(value)
+	ev := &dataEvent{write: true, table: table, key: key, shadow: shadow, version: -1, digest: base64.RawURLEncoding.EncodeToString(sum[:])}
+	if e.rt.cfg.Provenance == provenance.CaptureFull {
+		ev.value = value
+	}
+	return ev
 }
 
 func (rt *Runtime) readLog(ctx context.Context, id string, step int) ([]byte, bool, error) {

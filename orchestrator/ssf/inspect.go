@@ -93,7 +93,7 @@ func (rt *Runtime) Items(ctx context.Context) (map[string][]byte, error) {
 			if !isItem || !ok {
 				continue // a transaction's shadow
 			}
-			v, err := rt.readValue(ctx, table, key)
+			v, _, err := rt.readValue(ctx, table, key)
 			if err != nil {
 				return nil, err
 			}

@@ -14,8 +14,9 @@ import (
 //
 //	d|TABLE|KEY    linked DAAL of one data item; sort key = row id (head = 0, increasing)
 //	i|ID           one instance: sort key "intent" is its intent row, "r|STEP" its read-log
-//	               entries, "v|STEP" its invoke-log entries, so GC drops an instance's logs with
-//	               one scan of one partition
+//	               entries, "v|STEP" its invoke-log entries, "w|STEP" its writes' provenance
+//	               records, so GC drops (and exports) an instance's logs with one scan of one
+//	               partition
 //	p|SHARD        unfinished-intent index (Beldi's secondary index): sort key = instance id
 //	f|SHARD        finished-intent index the GC stamps with finish times
 //	c|SHARD        tombstones of collected instances: sort key = collection time|id, oldest first
@@ -39,6 +40,8 @@ const (
 	attrLogSize      = "LogSize"      // int64 entries in RecentWrites
 	attrNextRow      = "NextRow"      // string row id of the successor
 	attrRecentWrites = "RecentWrites" // map logKey -> bool (the write log; false = cond failed)
+	attrRecentSeqs   = "RecentSeqs"   // map logKey -> int64 the item version a versioned write made or saw (provenance)
+	attrSeq          = "Seq"          // int64 the item's version: versioned writes that applied to it (provenance)
 	attrVersion      = "Ver"          // int64, bumped by every change; pins conditional writes
 	attrDangleTime   = "DangleTime"   // int64 unix nanos when the GC found the row unreachable
 	attrLockOwner    = "LockOwner"    // string transaction id (or instance) holding the item's lock
@@ -76,6 +79,20 @@ const (
 	attrHoldsLocks = "HoldsLocks" // bool: a held instance takes locks (Env.markLocks)
 	attrLastError  = "LastError"  // string why the latest execution was abandoned, for the give-up record
 	attrTrace      = "Trace"      // string W3C traceparent of the invoking step (Request.Trace)
+	attrFinished   = "Finished"   // int64 unix nanos the deciding execution recorded the result (provenance)
+)
+
+// Provenance attributes of log entries (adapters/provenance): the item a read-log entry read, or
+// a write record ("w|STEP") wrote, with its version.
+const (
+	attrItemTable   = "ItemTable" // string
+	attrItemKey     = "ItemKey"   // string
+	attrItemVersion = "ItemVer"   // int64 the item's version (absent for a transaction's shadow)
+	attrShadow      = "Shadow"    // bool the transaction's own copy of the item
+	attrApplied     = "Applied"   // bool a write's outcome
+	attrDigest      = "Digest"    // string SHA-256 (base64url) of the written value
+	attrWritten     = "Written"   // []byte the written value (provenance.CaptureFull)
+	attrAt          = "At"        // int64 unix nanos the step was taken
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }
@@ -93,6 +110,9 @@ func intentKey(id string) store.Key {
 }
 func readLogKey(id string, step int) store.Key {
 	return store.Key{Partition: instancePartition(id), Sort: fmt.Sprintf("r|%08d", step)}
+}
+func writeRecordKey(id string, step int) store.Key {
+	return store.Key{Partition: instancePartition(id), Sort: fmt.Sprintf("w|%08d", step)}
 }
 func invokeLogKey(id string, step int) store.Key {
 	return store.Key{Partition: instancePartition(id), Sort: fmt.Sprintf("v|%08d", step)}

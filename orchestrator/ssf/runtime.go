@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
 )
 
@@ -78,6 +79,13 @@ type Config struct {
 	// gets ErrKeyExpired, never a new run. After it the id is forgotten, and a request with it
 	// starts a new instance. Default 30 days.
 	ExpiredKeyRetention time.Duration
+	// Provenance is what the SSF records of its instances for provenance (Apiary): off (the
+	// default), metadata (every invocation and data access, with digests of values) or full
+	// (the values too). ProvenanceSink keeps the records: the garbage collector exports each
+	// finished instance's record there before it collects the instance, and keeps the
+	// instance while the sink refuses (docs/provenance.md).
+	Provenance     provenance.Capture
+	ProvenanceSink provenance.Sink
 	// IndexShards spreads the intent and key indexes over this many partitions (default 4).
 	IndexShards int
 	// Clock defaults to the system clock.
@@ -177,6 +185,13 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.KeyRetention <= cfg.GCBound {
 		return nil, fmt.Errorf("%w: SSF %s: KeyRetention (%v) must exceed GCBound (T=%v): a collected instance's id must be remembered longer than any execution of it can run", ErrBadInput, cfg.Name, cfg.KeyRetention, cfg.GCBound)
 	}
+	capture, err := provenance.ParseCapture(string(cfg.Provenance))
+	if err != nil {
+		return nil, fmt.Errorf("%w: SSF %s: %v", ErrBadInput, cfg.Name, err)
+	}
+	if cfg.Provenance = capture; capture != provenance.CaptureOff && cfg.ProvenanceSink == nil {
+		return nil, fmt.Errorf("%w: SSF %s: provenance capture %q needs a ProvenanceSink to export to", ErrBadInput, cfg.Name, capture)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = systemClock{}
 	}
@@ -238,6 +253,9 @@ func (rt *Runtime) atomically(ctx context.Context, key store.Key, fn func(st *st
 	}
 	return rt.inject(ctx, "commit", key, true)
 }
+
+// capturing reports whether the SSF records provenance.
+func (rt *Runtime) capturing() bool { return rt.cfg.Provenance != provenance.CaptureOff }
 
 // Name returns the SSF's name.
 func (rt *Runtime) Name() string { return rt.cfg.Name }
@@ -719,16 +737,33 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 	// "Done" goes before the finished-index entry (batches apply in order where they are not
 	// atomic): the GC must never find an entry for an intent that is not done, unless the
 	// entry names a holder to ask.
-	batch := []store.BatchUpdate{{Key: intentKey(in.id), Cond: store.Equal(store.Attr(attrDone), false), Update: store.Update{
-		store.SetAttr(store.Attr(attrDone), true),
-		store.SetAttr(store.Attr(attrResult), b),
-	}}}
+	done := store.Update{store.SetAttr(store.Attr(attrDone), true), store.SetAttr(store.Attr(attrResult), b)}
+	if rt.capturing() {
+		done = append(done, store.SetAttr(store.Attr(attrFinished), rt.now()))
+	}
+	batch := []store.BatchUpdate{{Key: intentKey(in.id), Cond: store.Equal(store.Attr(attrDone), false), Update: done}}
 	if !in.heldIndex {
 		batch = append(batch, rt.finishedEntry(in))
 	}
+	// Write records need no agreement check (reads do): they go first in the same batch.
+	records := 0
+	for _, u := range env.unlogged {
+		if u.event == nil || !u.event.write {
+			records = -1
+			break
+		}
+		records++
+	}
 	var rs []store.UpdateResult
-	if len(env.unlogged) == 0 {
-		rs, err = rt.st.UpdateBatch(env.ctx, batch)
+	if records >= 0 {
+		ups := make([]store.BatchUpdate, 0, records+len(batch))
+		for _, u := range env.unlogged {
+			ups = append(ups, env.logEntry(u))
+		}
+		rs, err = rt.st.UpdateBatch(env.ctx, append(ups, batch...))
+		if err == nil {
+			rs = rs[records:]
+		}
 	} else {
 		err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) error {
 			if err := env.flushTo(st); err != nil {

@@ -225,6 +225,10 @@ type collectorInstruments struct {
 	duration                                 metric.Float64Histogram
 	pending, held, items                     metric.Int64Gauge
 	intentsRemoved, logRowsDeleted, daalRows metric.Int64Counter
+	gcLag                                    metric.Float64Gauge
+	daalLength                               metric.Int64Histogram
+	exported, exportFailures                 metric.Int64Counter
+	exportDuration                           metric.Float64Histogram
 }
 
 var collectorInstrumentsOnce = sync.OnceValue(func() collectorInstruments {
@@ -246,6 +250,16 @@ var collectorInstrumentsOnce = sync.OnceValue(func() collectorInstruments {
 		metric.WithDescription("read- and invoke-log rows deleted"))
 	c.daalRows, _ = meter.Int64Counter("ssf.gc.daal_rows_deleted", metric.WithUnit("{row}"),
 		metric.WithDescription("unreachable DAAL rows deleted"))
+	c.gcLag, _ = meter.Float64Gauge("ssf.gc.lag", metric.WithUnit("s"),
+		metric.WithDescription("how long past T the oldest finished instance the last pass kept has waited (held by its holder, or its export failed)"))
+	c.daalLength, _ = meter.Int64Histogram("ssf.daal.length", metric.WithUnit("{row}"),
+		metric.WithDescription("rows linked in each item's DAAL, as the garbage collector found them"))
+	c.exported, _ = meter.Int64Counter("ssf.provenance.exported", metric.WithUnit("{instance}"),
+		metric.WithDescription("instances whose provenance records the garbage collector exported (again after a crash: the sink keeps one)"))
+	c.exportFailures, _ = meter.Int64Counter("ssf.provenance.export_failures", metric.WithUnit("{export}"),
+		metric.WithDescription("exports the provenance sink refused; their instances are kept until it takes them"))
+	c.exportDuration, _ = meter.Float64Histogram("ssf.provenance.export_duration", metric.WithUnit("s"),
+		metric.WithDescription("how long one export to the provenance sink took"))
 	return c
 })
 
@@ -289,9 +303,29 @@ func (m collectorMetrics) gcPass(took time.Duration, rep GCReport, err error) {
 	if err == nil {
 		m.inst.held.Record(ctx, int64(rep.Held), attrs)
 		m.inst.items.Record(ctx, int64(rep.Items), attrs)
+		m.inst.gcLag.Record(ctx, rep.Lag.Seconds(), attrs)
 	}
 	// What a failed pass removed before it stopped was removed all the same.
 	m.inst.intentsRemoved.Add(ctx, int64(rep.IntentsRemoved), attrs)
 	m.inst.logRowsDeleted.Add(ctx, int64(rep.LogRowsDeleted), attrs)
 	m.inst.daalRows.Add(ctx, int64(rep.RowsDeleted+rep.ShadowRows), attrs)
+}
+
+func (m collectorMetrics) daalLength(rows int) {
+	if m.inst.daalLength != nil {
+		m.inst.daalLength.Record(context.Background(), int64(rows), metric.WithAttributes(m.ssf))
+	}
+}
+
+func (m collectorMetrics) exported(ctx context.Context, n int, took time.Duration) {
+	if m.inst.exported != nil {
+		m.inst.exported.Add(ctx, int64(n), metric.WithAttributes(m.ssf))
+		m.inst.exportDuration.Record(ctx, took.Seconds(), metric.WithAttributes(m.ssf))
+	}
+}
+
+func (m collectorMetrics) exportFailed(ctx context.Context) {
+	if m.inst.exportFailures != nil {
+		m.inst.exportFailures.Add(ctx, 1, metric.WithAttributes(m.ssf))
+	}
 }

@@ -201,7 +201,7 @@ func (e *Env) Unlock(table, key string) (err error) {
 	if err != nil {
 		return err
 	}
-	_, _, err = e.logAndWrite(dataPartition(table, key), step, releaseIf("instance:"+e.id))
+	_, err = e.logAndWrite(dataPartition(table, key), step, releaseIf("instance:"+e.id))
 	return err
 }
 
@@ -217,14 +217,11 @@ func (e *Env) lockStep(table, key, owner string, start int64) (ok, replayed bool
 		return false, false, err
 	}
 	// Taking a lock is an effect others see: the reads before it are logged first.
-	ok, replayed, err = e.logAndWrite(dataPartition(table, key), step, daalWrite{
+	out, err := e.logAndWrite(dataPartition(table, key), step, daalWrite{
 		lock: &lockChange{owner: owner, start: start},
 		when: func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner },
 	})
-	if err != nil {
-		return false, false, err
-	}
-	return ok, replayed, nil
+	return out.applied, out.replayed, err
 }
 
 // markLocks records on the intent that the instance takes locks of its own (Env.Lock, or a
@@ -367,18 +364,19 @@ func (e *Env) record(txID, what string) error {
 }
 
 // readInTx reads an item inside the transaction: its shadow if the transaction wrote it (read
-// your writes), else its committed value, under the item's lock.
-func (rt *Runtime) readInTx(e *Env, table, key string) ([]byte, error) {
+// your writes; shadow true), else its committed value and version, under the item's lock.
+func (rt *Runtime) readInTx(e *Env, table, key string) (v []byte, version int64, shadow bool, err error) {
 	rows, err := rt.st.Scan(e.ctx, shadowPartition(e.tx.ctx.ID, table, key), store.ScanOptions{Reverse: true, Limit: 1,
 		Projection: []store.Path{store.Attr(attrValue)}})
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	if len(rows) > 0 {
 		v, _ := rows[0].Attrs[attrValue].([]byte)
-		return v, nil
+		return v, 0, true, nil
 	}
-	return rt.readValue(e.ctx, table, key)
+	v, version, err = rt.readValue(e.ctx, table, key)
+	return v, version, false, err
 }
 
 // builtinTxEnd is the runtime handler that commits or aborts a transaction in one SSF.
@@ -458,13 +456,14 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 			}
 			if shadow != nil { // written in the transaction: "null" stores null; nil: only read
 				w.setValue, w.value = true, shadow[1:]
+				w.record = e.writeEvent(table, key, w.value, false)
 			}
 		}
 		step, err := e.begin()
 		if err != nil {
 			return nil, err
 		}
-		if _, _, err := e.logAndWrite(dataPartition(table, key), step, w); err != nil {
+		if _, err := e.logAndWrite(dataPartition(table, key), step, w); err != nil {
 			return nil, err
 		}
 	}

@@ -6,12 +6,16 @@
 // asynchronous start is delivered twice (redelivered, or duplicated concurrently). The intent
 // collector then re-runs what was left unfinished, and the suite checks that the final state and
 // every request's result equal those of one clean run, that the application's invariants hold,
-// and that the garbage collector, run past the bound T, removes every log without changing state.
+// and that the garbage collector, run past the bound T, removes every log without changing state,
+// having exported every instance's provenance exactly once (the SSFs capture it in full): the
+// exported record of every request equals a clean run's, however its executions crashed and
+// however the garbage collector's passes crashed around the export.
 //
 // Any store driver can run it: Run takes a factory for empty tables.
 package crashtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,14 +24,20 @@ import (
 	"log/slog"
 	"math"
 	"math/rand"
+	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
+	"github.com/ssfkit/ssfkit/adapters/provenance/sqlitesink"
 	"github.com/ssfkit/ssfkit/examples/bank"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
 	"github.com/ssfkit/ssfkit/internal/faults"
+	"github.com/ssfkit/ssfkit/internal/provquery"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/internal/testtables"
@@ -54,10 +64,11 @@ const (
 )
 
 type world struct {
-	host  *local.Host
-	rts   map[string]*ssf.Runtime
-	inj   *faults.Injector
-	clock *testclock.Manual
+	provDB string // the SQLite provenance sink the SSFs export to
+	host   *local.Host
+	rts    map[string]*ssf.Runtime
+	inj    *faults.Injector
+	clock  *testclock.Manual
 	// pipelined submits every request before draining, so re-executions overlap later
 	// requests (a crashed write may find its log entry in a row that has since filled up).
 	pipelined bool
@@ -70,9 +81,15 @@ func newWorld(t suite.T, newStore testtables.Factory, inj *faults.Injector, sequ
 	// crashed) on a sequential host, duplicated concurrently on a concurrent one.
 	w.host.SpawnCopies = 2
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w.provDB = filepath.Join(t.TempDir(), "provenance.db")
+	sink, err := sqlitesink.Open(t.Context(), w.provDB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
 	for name, h := range bank.Handlers() {
 		rt, err := w.host.Add(ssf.Config{
-			Name: name, Store: newStore(t, name), Handler: h,
+			Name: name, Store: newStore(t, name), Handler: h, Provenance: provenance.CaptureFull, ProvenanceSink: sink,
 			RowCapacity: 2, Lifetime: lifetime, GCBound: gcBound, RelaunchDelay: time.Nanosecond,
 			Clock: w.clock, Faults: inj, Logger: quiet,
 			MaxAttempts: -1, // injected crashes are not deterministic failures: every instance must finish
@@ -151,8 +168,9 @@ func (w *world) run(t suite.T, transfers []bank.Transfer) outcome {
 
 // collectAll runs the garbage collectors past T, first with passes crashing at random points
 // (a collector needs only at-least-once execution), then cleanly until everything collectible
-// is gone, and checks that state is unchanged and logs and rows were reclaimed.
-func (w *world) collectAll(t suite.T, o outcome, seed int64) {
+// is gone, and checks that state is unchanged and logs and rows were reclaimed, and that the
+// provenance exported is whole. It returns each request's provenance tree in canonical form.
+func (w *world) collectAll(t suite.T, o outcome, seed int64) map[string]string {
 	ctx := context.Background()
 	w.inj.Rearm(seed, 0.05, 30)
 	w.inj.Enable(true)
@@ -202,6 +220,86 @@ func (w *world) collectAll(t suite.T, o outcome, seed int64) {
 			}
 		}
 	}
+	return w.provenance(t, o)
+}
+
+// provenance checks the exported records against the final state and returns each request's
+// tree in canonical form: what it did, without the instance ids and times that differ between
+// two correct runs.
+func (w *world) provenance(t suite.T, o outcome) map[string]string {
+	ctx := context.Background()
+	db, err := provquery.Open(ctx, w.provDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := provquery.Check(ctx, db); err != nil {
+		t.Fatalf("%v\ncrashes: %v", err, o.crashes)
+	}
+	// The last version of every item is its value now.
+	for name, items := range o.items {
+		for k, v := range items {
+			table, key, _ := cut(k)
+			hist, err := provquery.History(ctx, db, name, table, key)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, k, err)
+			}
+			if last := hist[len(hist)-1]; !bytes.Equal(last.Value, v) {
+				t.Fatalf("%s %s: the last exported version (%d, by %s) holds %s, the item %s\ncrashes: %v", name, k, last.Version, last.Writer, last.Value, v, o.crashes)
+			}
+		}
+	}
+	trees := map[string]string{}
+	for id := range o.receipts {
+		n, err := provquery.Tree(ctx, db, id)
+		if err != nil {
+			t.Fatalf("request %s: %v\ncrashes: %v", id, err, o.crashes)
+		}
+		var b strings.Builder
+		canonical(&b, n, "")
+		trees[id] = b.String()
+	}
+	return trees
+}
+
+func canonical(b *strings.Builder, n *provquery.Node, indent string) {
+	// Inputs carry the teller's time stamp, which differs between correct runs (as the stamps
+	// items do, whose values are left out too); results are compared as receipts.
+	fmt.Fprintf(b, "%s%s %s %q tx=%t ends-tx=%t\n", indent, n.SSF, n.Outcome, n.Error, n.TxID != "", n.EndsTx != "")
+	children := map[string]*provquery.Node{}
+	for _, c := range n.Children {
+		children[c.ID] = c
+	}
+	for _, s := range n.Steps {
+		switch s.Kind {
+		case "call":
+			fmt.Fprintf(b, "%s  %d call %s\n", indent, s.Step, s.Callee)
+			if c := children[s.CalleeID]; c != nil {
+				canonical(b, c, indent+"    ")
+			} else {
+				fmt.Fprintf(b, "%s    (no record)\n", indent)
+			}
+		default:
+			v := "-"
+			if s.Version != nil {
+				v = strconv.FormatInt(*s.Version, 10)
+			}
+			value := s.Value
+			if s.Table == "stamps" {
+				value = nil
+			}
+			fmt.Fprintf(b, "%s  %d %s %s/%s v%s applied=%t %s\n", indent, s.Step, s.Kind, s.Table, s.Key, v, s.Applied, value)
+		}
+	}
+}
+
+func compareProvenance(t suite.T, what string, clean, got map[string]string) {
+	t.Helper()
+	for id, c := range clean {
+		if got[id] != c {
+			t.Fatalf("%s: the provenance of request %s differs from a clean run's\nclean:\n%s\ngot:\n%s", what, id, c, got[id])
+		}
+	}
 }
 
 func cut(k string) (string, string, bool) {
@@ -248,8 +346,10 @@ func checkInvariants(t suite.T, what string, transfers []bank.Transfer, o outcom
 
 // everyPoint crashes a run once at each injection point of the clean run in turn.
 func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
-	clean := newWorld(t, newStore, faults.At(0), true).run(t, fixedTransfers)
+	cleanWorld := newWorld(t, newStore, faults.At(0), true)
+	clean := cleanWorld.run(t, fixedTransfers)
 	checkInvariants(t, "clean run", fixedTransfers, clean)
+	cleanProvenance := cleanWorld.provenanceAfterGC(t, clean)
 	t.Logf("clean run passes %d injection points; crashing at every %d", clean.points, stride)
 	for k := 1; k <= clean.points; k += stride {
 		w := newWorld(t, newStore, faults.At(k), true)
@@ -261,7 +361,7 @@ func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
 		compare(t, what, clean, got)
 		checkInvariants(t, what, fixedTransfers, got)
 		if k%25 == 1 || k == clean.points {
-			w.collectAll(t, got, int64(k))
+			compareProvenance(t, what, cleanProvenance, w.collectAll(t, got, int64(k)))
 		}
 	}
 }
@@ -278,14 +378,16 @@ func randomSchedules(t suite.T, newStore testtables.Factory, schedules int) {
 			from := rng.Intn(3)
 			transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(120)}
 		}
-		clean := newWorld(t, newStore, faults.At(0), true).run(t, transfers)
+		cleanWorld := newWorld(t, newStore, faults.At(0), true)
+		clean := cleanWorld.run(t, transfers)
+		cleanProvenance := cleanWorld.provenanceAfterGC(t, clean)
 		inj := faults.Random(seed, 0.02, 12)
 		w := newWorld(t, newStore, inj, true)
 		got := w.run(t, transfers)
 		what := fmt.Sprintf("schedule with seed %d (rerun: SSFKIT_SEED=%d, %d crashes)", seed, seed, len(got.crashes))
 		compare(t, what, clean, got)
 		checkInvariants(t, what, transfers, got)
-		w.collectAll(t, got, seed)
+		compareProvenance(t, what, cleanProvenance, w.collectAll(t, got, seed))
 
 		inj = faults.Random(seed, 0.03, 12)
 		w = newWorld(t, newStore, inj, true)
@@ -311,5 +413,21 @@ func concurrentInvariants(t suite.T, newStore testtables.Factory) {
 	w := newWorld(t, newStore, inj, false)
 	got := w.run(t, transfers)
 	checkInvariants(t, fmt.Sprintf("concurrent run with seed %d (rerun: SSFKIT_SEED=%d)", seed, seed), transfers, got)
+	w.provenanceAfterGC(t, got)
 	t.Logf("concurrent run: %d transfers, %d crashes injected", len(transfers), len(got.crashes))
+}
+
+// provenanceAfterGC runs clean garbage-collector passes until every instance is exported and
+// collected, and returns the requests' provenance as collectAll does.
+func (w *world) provenanceAfterGC(t suite.T, o outcome) map[string]string {
+	ctx := context.Background()
+	for pass := 0; pass < 2; pass++ { // stamp, then export and collect
+		w.clock.Advance(gcBound + time.Second)
+		for _, rt := range w.rts {
+			if _, err := rt.CollectGarbage(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return w.provenance(t, o)
 }

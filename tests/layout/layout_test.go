@@ -43,8 +43,8 @@ var rules = []rule{
 		},
 	},
 	{
-		name:    "the portable store and queue APIs import nothing of the module but internal/driverurl",
-		applies: func(pkg string) bool { return pkg == "adapters/store" || pkg == "adapters/queue" },
+		name:    "the portable store, queue and provenance APIs import nothing of the module but internal/driverurl",
+		applies: func(pkg string) bool { return pkg == "adapters/store" || pkg == "adapters/queue" || pkg == "adapters/provenance" },
 		denies:  func(_, imp string) bool { return imp != "internal/driverurl" },
 	},
 	{
@@ -94,6 +94,11 @@ var rules = []rule{
 		},
 	},
 	{
+		name:    "provenance queries (internal/provquery) import only the SQLite sink, which opens the database: `ssfkit trace` needs no runtime",
+		applies: func(pkg string) bool { return pkg == "internal/provquery" },
+		denies:  func(_, imp string) bool { return imp != "adapters/provenance/sqlitesink" },
+	},
+	{
 		name:    "examples import no internal package: they are what users write",
 		applies: func(pkg string) bool { return strings.HasPrefix(pkg, "examples/") },
 		denies:  func(_, imp string) bool { return strings.HasPrefix(imp, "internal/") },
@@ -102,7 +107,7 @@ var rules = []rule{
 
 func isDriver(pkg string) bool {
 	parts := strings.Split(pkg, "/")
-	return len(parts) == 3 && parts[0] == "adapters" && (parts[1] == "store" || parts[1] == "queue") && !testKit[pkg]
+	return len(parts) == 3 && parts[0] == "adapters" && (parts[1] == "store" || parts[1] == "queue" || parts[1] == "provenance") && !testKit[pkg]
 }
 
 // imports lists each package of the module with its direct imports from the module (not its
@@ -178,6 +183,9 @@ func TestImportRulesBite(t *testing.T) {
 		{"adapters/host/httphost", "internal/coordblob"},
 		{"adapters/host/coordhost", "adapters/host/httphost"},
 		{"internal/telemetry", "orchestrator/ssf"},
+		{"adapters/provenance/sqlitesink", "orchestrator/ssf"},
+		{"adapters/provenance", "adapters/store"},
+		{"internal/provquery", "orchestrator/ssf"},
 	} {
 		broken := 0
 		for _, r := range rules {
