@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/ssfkit/ssfkit/internal/apps"
-	"github.com/ssfkit/ssfkit/internal/telemetry"
-
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +21,12 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
+	"github.com/ssfkit/ssfkit/internal/apps"
 	"github.com/ssfkit/ssfkit/internal/coordblob"
 	"github.com/ssfkit/ssfkit/internal/coordserve"
 	"github.com/ssfkit/ssfkit/internal/deploy"
+	"github.com/ssfkit/ssfkit/internal/telemetry"
 	"github.com/ssfkit/ssfkit/orchestrator/coord"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 	"github.com/ssfkit/ssfkit/orchestrator/ssftemporal"
@@ -84,8 +84,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	tf.register(fs, temporalEmbedded, "Temporal: '"+temporalEmbedded+"' starts a server in this process (state in --temporal-db, frontend on 127.0.0.1:--temporal-port) and a worker on it; 'off' runs without Temporal; HOST:PORT uses that cluster")
 	temporalDB := fs.String("temporal-db", filepath.Join(".ssfkit", "temporal.db"), "the embedded Temporal server's SQLite `file` (created if missing, kept across restarts)")
 	temporalPort := fs.Int("temporal-port", devTemporalPort, "the embedded Temporal server's frontend `port` on 127.0.0.1 (--temporal off: none)")
+	captureFlag := fs.String("provenance", string(provenance.CaptureMetadata), "what the SSFs record of what they did (`level`): off, metadata (every invocation and data access, with digests of values) or full (the values too); docs/provenance.md")
+	provenanceDB := fs.String("provenance-db", filepath.Join(".ssfkit", "provenance.db"), "the SQLite `file` the garbage collector exports provenance to ('ssfkit trace' reads it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	capture, err := provenance.ParseCapture(*captureFlag)
+	if err != nil {
+		return &cliUsageError{err: fmt.Errorf("dev: --provenance: %w", err)}
 	}
 	stopTelemetry, err := telemetry.Start(ctx, "ssfkit-dev")
 	if err != nil {
@@ -144,10 +150,27 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer closeTemporal()
 		temporalClient = c
 	}
+	provenanceLine := "off"
+	var sink provenance.Sink
+	if capture != provenance.CaptureOff {
+		if err := os.MkdirAll(filepath.Dir(*provenanceDB), 0o755); err != nil {
+			return fmt.Errorf("dev: --provenance-db: %w", err)
+		}
+		abs, err := filepath.Abs(*provenanceDB)
+		if err != nil {
+			return fmt.Errorf("dev: --provenance-db: %w", err)
+		}
+		if sink, err = provenance.Open(ctx, "sqlite://"+filepath.ToSlash(abs)); err != nil {
+			return fmt.Errorf("dev: --provenance-db: %w", err)
+		}
+		defer sink.Close()
+		provenanceLine = fmt.Sprintf("%s, exported to %s T after each instance finishes\n              inspect: ssfkit trace request ID --db %s", capture, *provenanceDB, *provenanceDB)
+	}
 	tune := func(name string, c *ssf.Config) {
 		if place.tune != nil {
 			place.tune(name, c)
 		}
+		c.Provenance, c.ProvenanceSink = capture, sink
 		if temporalClient != nil {
 			// Keep an activity's instance while its workflow may retry it, and T after.
 			c.Hold = ssftemporal.HoldWhileOpen(temporalClient, max(c.GCBound, 2*c.Lifetime))
@@ -207,7 +230,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.Runtimes, *icEvery, *gcEvery, temporalLine, zkLine)
+	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.Runtimes, *icEvery, *gcEvery, temporalLine, zkLine, provenanceLine)
 
 	select {
 	case err := <-served:
@@ -365,7 +388,7 @@ func timings(runtimes map[string]*ssf.Runtime) string {
 	return strings.Join(lines, "\n              ")
 }
 
-func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal, zk string) {
+func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal, zk, prov string) {
 	every := func(d time.Duration) string {
 		if d == 0 {
 			return "off"
@@ -385,6 +408,7 @@ func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, r
               %[6]s%[7]s
   Temporal    %[10]s
   ZooKeeper   %[11]s
+  provenance  %[12]s
   listening   %[2]s
   API         POST /v1/ssf/{name}                 invoke; JSON in and out
               GET  /v1/ssf/{name}/instances/{id}  status and result
@@ -398,7 +422,7 @@ is replayed (marked Idempotent-Replayed: true) while it is kept; after that the 
 refused as expired.
 Press Ctrl-C to stop.
 
-`, place.describe, base, apps.WrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.Title, ex.Try(base), temporal, zk)
+`, place.describe, base, apps.WrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.Title, ex.Try(base), temporal, zk, prov)
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.

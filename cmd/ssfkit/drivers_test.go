@@ -29,7 +29,7 @@ func TestEveryBackendIsLinkedIn(t *testing.T) {
 		path, _ := strconv.Unquote(imp.Path.Value)
 		imported[strings.TrimPrefix(path, "github.com/ssfkit/ssfkit/")] = true
 	}
-	register := regexp.MustCompile(`(store|queue)\.Register\("([a-z0-9]+)"`)
+	register := regexp.MustCompile(`(store|queue|provenance)\.Register\("([a-z0-9]+)"`)
 	files, err := filepath.Glob("../../adapters/*/*/*.go")
 	if err != nil {
 		t.Fatal(err)

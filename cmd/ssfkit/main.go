@@ -66,6 +66,9 @@ var commands = []command{
 		summary: "run ssfkit's policies on a Terraform plan (conftest-compatible)"},
 	{name: "instance", args: "-store URL | -config FILE -ssf NAME [flags] ID", run: runInstance,
 		summary: "show one instance (an idempotency key) of an SSF: pending, done, given up, expired"},
+	{name: "trace", variants: traceQueryNames, args: "[flags] OPERANDS", run: runTrace,
+		summary: "ask the provenance the SSFs exported (docs/provenance.md): a request's tree, an item's history, " +
+			"its state at a time, taint, or SQL"},
 	{name: "conformance", args: "-store URL [-queue URL] [flags]", run: runConformance,
 		summary: "run the driver and runtime suites against a live store or queue"},
 	{name: "help", args: "[COMMAND [VARIANT]]", // handled by run

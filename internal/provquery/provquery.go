@@ -8,6 +8,7 @@ package provquery
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -28,7 +29,8 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 
 // Instance names one instance of one SSF.
 type Instance struct {
-	SSF, ID string
+	SSF string `json:"ssf,omitempty"`
+	ID  string `json:"id,omitempty"`
 }
 
 func (i Instance) String() string { return i.SSF + "/" + i.ID }
@@ -36,36 +38,43 @@ func (i Instance) String() string { return i.SSF + "/" + i.ID }
 // Node is one instance in a request's tree, with its steps and the instances it called.
 type Node struct {
 	Instance
-	Incarnation       string
-	Outcome, Error    string
-	TxID, EndsTx      string
-	Builtin           string
-	WorkflowID, RunID string
-	TraceID           string
-	Started, Finished time.Time
-	InputDigest       string
-	OutputDigest      string
-	Steps             []Step
-	Children          []*Node
-	CallerSSF, Caller string
-	CallerStep        int
-	MissingChildren   []string // callee ids with no record (not exported yet)
-	Input, Output     []byte
+	Incarnation     string          `json:"incarnation,omitempty"`
+	Outcome         string          `json:"outcome,omitempty"`
+	Error           string          `json:"error,omitempty"`
+	TxID            string          `json:"tx_id,omitempty"`
+	EndsTx          string          `json:"ends_tx,omitempty"`
+	Builtin         string          `json:"builtin,omitempty"`
+	WorkflowID      string          `json:"workflow_id,omitempty"`
+	RunID           string          `json:"run_id,omitempty"`
+	TraceID         string          `json:"trace_id,omitempty"`
+	Started         time.Time       `json:"started,omitempty"`
+	Finished        time.Time       `json:"finished,omitempty"`
+	InputDigest     string          `json:"input_digest,omitempty"`
+	OutputDigest    string          `json:"output_digest,omitempty"`
+	Steps           []Step          `json:"steps,omitempty"`
+	Children        []*Node         `json:"children,omitempty"`
+	CallerSSF       string          `json:"caller_ssf,omitempty"`
+	Caller          string          `json:"caller,omitempty"`
+	CallerStep      int             `json:"caller_step,omitempty"`
+	MissingChildren []string        `json:"missing_children,omitempty"` // callee ids with no record (not exported yet)
+	Input           json.RawMessage `json:"input,omitempty"`
+	Output          json.RawMessage `json:"output,omitempty"`
 }
 
 // Step is one data event or call of an instance.
 type Step struct {
-	Step       int
-	Kind       string // read, write, call
-	Table, Key string
-	Version    *int64
-	Applied    bool
-	Shadow     bool
-	Digest     string
-	Value      []byte
-	Callee     string
-	CalleeID   string
-	At         time.Time
+	Step     int             `json:"step"`
+	Kind     string          `json:"kind,omitempty"` // read, write, call
+	Table    string          `json:"table,omitempty"`
+	Key      string          `json:"key,omitempty"`
+	Version  *int64          `json:"version,omitempty"`
+	Applied  bool            `json:"applied"`
+	Shadow   bool            `json:"shadow,omitempty"`
+	Digest   string          `json:"digest,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Callee   string          `json:"callee,omitempty"`
+	CalleeID string          `json:"callee_id,omitempty"`
+	At       time.Time       `json:"at,omitempty"`
 }
 
 // Tree returns the tree of the request whose first instance is id (of any SSF), following
@@ -90,11 +99,12 @@ func node(ctx context.Context, db *sql.DB, id string, seen map[string]bool) (*No
 	var caller, callerSSF, txID, endsTx, builtin, wf, run, trace, errText, outDigest sql.NullString
 	var callerStep sql.NullInt64
 	var started, finished int64
+	var input, output []byte
 	err := db.QueryRowContext(ctx, `SELECT ssf, instance_id, incarnation, outcome, error, tx_id, ends_tx, builtin,
 		workflow_id, run_id, trace_id, started_ns, finished_ns, input_digest, output_digest, caller_ssf, caller_id, caller_step, input, output
 		FROM invocations WHERE instance_id = ? ORDER BY started_ns DESC LIMIT 1`, id).Scan(
 		&n.SSF, &n.ID, &n.Incarnation, &n.Outcome, &errText, &txID, &endsTx, &builtin, &wf, &run, &trace,
-		&started, &finished, &n.InputDigest, &outDigest, &callerSSF, &caller, &callerStep, &n.Input, &n.Output)
+		&started, &finished, &n.InputDigest, &outDigest, &callerSSF, &caller, &callerStep, &input, &output)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -104,7 +114,7 @@ func node(ctx context.Context, db *sql.DB, id string, seen map[string]bool) (*No
 	n.Error, n.TxID, n.EndsTx, n.Builtin = errText.String, txID.String, endsTx.String, builtin.String
 	n.WorkflowID, n.RunID, n.TraceID, n.OutputDigest = wf.String, run.String, trace.String, outDigest.String
 	n.CallerSSF, n.Caller, n.CallerStep = callerSSF.String, caller.String, int(callerStep.Int64)
-	n.Started, n.Finished = time.Unix(0, started), time.Unix(0, finished)
+	n.Started, n.Finished, n.Input, n.Output = time.Unix(0, started), time.Unix(0, finished), input, output
 	rows, err := db.QueryContext(ctx, `SELECT step, kind, item_table, item_key, version, applied, shadow, at_ns, digest, value, '', ''
 		FROM data_events WHERE ssf = ? AND instance_id = ? AND incarnation = ?
 		UNION ALL SELECT step, 'call', '', '', NULL, NULL, 0, at_ns, NULL, NULL, callee, callee_id
@@ -119,9 +129,11 @@ func node(ctx context.Context, db *sql.DB, id string, seen map[string]bool) (*No
 		var version, applied sql.NullInt64
 		var digest sql.NullString
 		var at int64
-		if err := rows.Scan(&s.Step, &s.Kind, &s.Table, &s.Key, &version, &applied, &s.Shadow, &at, &digest, &s.Value, &s.Callee, &s.CalleeID); err != nil {
+		var value []byte
+		if err := rows.Scan(&s.Step, &s.Kind, &s.Table, &s.Key, &version, &applied, &s.Shadow, &at, &digest, &value, &s.Callee, &s.CalleeID); err != nil {
 			return nil, err
 		}
+		s.Value = value
 		if version.Valid {
 			v := version.Int64
 			s.Version = &v
@@ -152,23 +164,23 @@ func node(ctx context.Context, db *sql.DB, id string, seen map[string]bool) (*No
 
 // Version is one value of an item: the write that made it and the reads that saw it.
 type Version struct {
-	Version int64
-	Writer  Instance // empty for version 0 (no write) or a write not exported yet
-	Step    int
-	At      time.Time
-	Digest  string
-	Value   []byte
-	Readers []Access
+	Version int64           `json:"version"`
+	Writer  Instance        `json:"writer,omitempty"` // empty for version 0 (no write) or a write not exported yet
+	Step    int             `json:"step"`
+	At      time.Time       `json:"at,omitempty"`
+	Digest  string          `json:"digest,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Readers []Access        `json:"readers,omitempty"`
 }
 
 // Access is one step of one instance on an item.
 type Access struct {
 	Instance
-	Step    int
-	At      time.Time
-	Version *int64
-	Applied bool
-	Write   bool
+	Step    int       `json:"step"`
+	At      time.Time `json:"at,omitempty"`
+	Version *int64    `json:"version,omitempty"`
+	Applied bool      `json:"applied"`
+	Write   bool      `json:"write,omitempty"`
 }
 
 // History returns every version of an item of an SSF, oldest first, with who wrote and who
@@ -227,23 +239,26 @@ func History(ctx context.Context, db *sql.DB, ssf, table, key string) ([]Version
 func StateAt(ctx context.Context, db *sql.DB, ssf, table, key string, t time.Time) (v Version, ok bool, err error) {
 	var digest sql.NullString
 	var at int64
+	var value []byte
 	err = db.QueryRowContext(ctx, `SELECT version, instance_id, step, at_ns, digest, value FROM data_events
 		WHERE ssf = ? AND item_table = ? AND item_key = ? AND kind = 'write' AND applied = 1 AND NOT shadow AND at_ns <= ?
-		ORDER BY version DESC LIMIT 1`, ssf, table, key, t.UnixNano()).Scan(&v.Version, &v.Writer.ID, &v.Step, &at, &digest, &v.Value)
+		ORDER BY version DESC LIMIT 1`, ssf, table, key, t.UnixNano()).Scan(&v.Version, &v.Writer.ID, &v.Step, &at, &digest, &value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, false, nil
 	}
 	if err != nil {
 		return v, false, err
 	}
-	v.Writer.SSF, v.At, v.Digest = ssf, time.Unix(0, at), digest.String
+	v.Writer.SSF, v.At, v.Digest, v.Value = ssf, time.Unix(0, at), digest.String, value
 	return v, true, nil
 }
 
 // Item names one version of an item of an SSF.
 type Item struct {
-	SSF, Table, Key string
-	Version         int64
+	SSF     string `json:"ssf,omitempty"`
+	Table   string `json:"table,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Version int64  `json:"version"`
 }
 
 func (i Item) String() string { return fmt.Sprintf("%s:%s/%s@%d", i.SSF, i.Table, i.Key, i.Version) }
@@ -252,8 +267,8 @@ func (i Item) String() string { return fmt.Sprintf("%s:%s/%s@%d", i.SSF, i.Table
 // called by or returned to a tainted instance, or committed a tainted transaction, and the
 // versions those instances wrote.
 type Tainted struct {
-	Instances []Instance
-	Items     []Item
+	Instances []Instance `json:"instances,omitempty"`
+	Items     []Item     `json:"items,omitempty"`
 }
 
 // TaintFromInstance returns everything downstream of an instance (by id, of any SSF).
