@@ -40,6 +40,8 @@ var benchmarks = []struct {
 		"with a ZooKeeper ensemble", benchCoordCost},
 	{"tracing", "exactly-once Read, Write, CondWrite and SyncInvoke, and an empty instance, with OpenTelemetry " +
 		"tracing off (no SDK) and on (every span recorded), side by side: what the instrumentation costs", benchTracing},
+	{"provenance", "exactly-once Read, Write, CondWrite and SyncInvoke, and an empty instance, with provenance " +
+		"capture off, metadata and full, side by side, and what the garbage collector's exports cost", benchProvenance},
 }
 
 // benchNames are the benchmarks' names, for the help and messages.
@@ -120,6 +122,28 @@ func benchTracing(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	rep, err := bench.RunTracing(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	return emitReport(stdout, rep, *out, *asJSON)
+}
+
+func benchProvenance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench provenance", "Measures the exactly-once operations of bench ops with provenance capture off, metadata and\n"+
+		"full (docs/provenance.md), in blocks whose order rotates, each level on SSFs of its own, and the\n"+
+		"garbage collector's exports to an SQLite sink. Prints a Markdown report (or JSON with --json);\n"+
+		"progress goes to stderr.", stderr)
+	cfg := bench.ProvenanceConfig{}
+	fs.StringVar(&cfg.StoreURL, "store", "", storeFlagHelp+"; each level gets its own tables (use {table})")
+	fs.IntVar(&cfg.Ops, "ops", bench.DefaultOps, "measured operations per kind and level")
+	fs.IntVar(&cfg.Warmup, "warmup", bench.DefaultWarmup, "unmeasured operations per kind and level first")
+	fs.IntVar(&cfg.Block, "block", bench.DefaultBlock, "operations per block; the levels' blocks alternate")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	rep, err := bench.RunProvenance(ctx, cfg, stderr)
 	if err != nil {
 		return err
 	}

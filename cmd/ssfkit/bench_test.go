@@ -260,3 +260,34 @@ func TestBenchTracingJSON(t *testing.T) {
 		t.Errorf("--ops 0: %v", err)
 	}
 }
+
+func TestBenchProvenanceJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := benchMain(context.Background(), []string{"provenance", "--ops", "6", "--warmup", "0", "--block", "3", "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep bench.ProvenanceReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(bench.Ops)+1 {
+		t.Fatalf("results: %+v", rep.Results)
+	}
+	for _, x := range rep.Results {
+		if x.Off.N != 6 || x.Metadata.N != 6 || x.Full.N != 6 || x.MetadataMedian <= 0 || x.FullMedian <= 0 {
+			t.Errorf("%+v", x)
+		}
+	}
+	// Every instance of the captured levels was exported: the one that made the item, per kind
+	// 2 blocks of 3 (the callee's 6 more for SyncInvoke), and 6 empty instances.
+	want := int64(1 + 2*len(bench.Ops) + 6 + 6)
+	for _, e := range rep.Export {
+		if e.Instances != want || e.Exports == 0 || e.DatabaseBytes == 0 {
+			t.Errorf("%s exports: %+v, want %d instances", e.Capture, e, want)
+		}
+	}
+	if len(rep.Export) != 2 {
+		t.Errorf("exports of %d levels, want metadata and full", len(rep.Export))
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore" // mem:// stores
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -78,6 +79,9 @@ type SuiteConfig struct {
 	// RowCapacity, Lifetime and GCBound configure the runtimes; zero values take ssf's defaults.
 	RowCapacity       int
 	Lifetime, GCBound time.Duration
+	// Provenance and ProvenanceSink configure both SSFs' provenance capture (off by default).
+	Provenance     provenance.Capture
+	ProvenanceSink provenance.Sink
 }
 
 // Suite is an SSF whose instances run benchmark code, a callee SSF that does nothing, and the
@@ -128,7 +132,8 @@ func (s *Suite) start(ctx context.Context, cfg SuiteConfig) (err error) {
 	if s.calleeTable, err = openCounted(ctx, expand(calleeURL), &s.counter); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	base := ssf.Config{RowCapacity: cfg.RowCapacity, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound, Clock: &s.clock}
+	base := ssf.Config{RowCapacity: cfg.RowCapacity, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound, Clock: &s.clock,
+		Provenance: cfg.Provenance, ProvenanceSink: cfg.ProvenanceSink}
 	callerCfg, calleeCfg := base, base
 	callerCfg.Name, callerCfg.Store, callerCfg.Handler = callerName, s.table, s.handle
 	calleeCfg.Name, calleeCfg.Store, calleeCfg.Handler = calleeName, s.calleeTable, nothing

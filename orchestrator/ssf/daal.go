@@ -83,8 +83,9 @@ type daalWrite struct {
 	// for the instance's log (Env.logAndWrite).
 	record *dataEvent
 	// versioned numbers the item's values for provenance: a value write that applies sets Seq
-	// to one more than the tail's, pinned to it, and the step's entry in RecentSeqs says which
-	// version it made (or, failed, saw), so a re-execution that finds the step logged knows it.
+	// to one more than the tail's, pinned to it, and the step's write-log entry holds the
+	// version it made (or, failed, saw) in place of its outcome flag (versionEntry), so a
+	// re-execution that finds the step logged knows it.
 	versioned bool
 }
 
@@ -111,7 +112,7 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 	if w.versioned {
 		// The version to number after comes with the scan (pinned at the write), without the
 		// value: a versioned write that must append re-reads the full row first (tryWrite).
-		proj = append(proj, store.Attr(attrRecentSeqs).Entry(lk), store.Attr(attrSeq), store.Attr(attrLogSize))
+		proj = append(proj, store.Attr(attrSeq), store.Attr(attrLogSize))
 	}
 	if w.when != nil {
 		// The condition needs the tail's state: bring it with the scan rather than in a
@@ -149,11 +150,25 @@ func loggedOutcome(a store.Attrs, lk string) (daalOutcome, bool) {
 		return daalOutcome{}, false
 	}
 	out := daalOutcome{replayed: true, version: -1}
-	out.applied, _ = v.(bool)
-	if seq, ok := store.Lookup(a, store.Attr(attrRecentSeqs).Entry(lk)); ok {
-		out.version, _ = seq.(int64)
+	switch x := v.(type) {
+	case bool:
+		out.applied = x
+	case int64:
+		out.applied, out.version = x > 0, x
+		if x < 0 {
+			out.version = -x - 1
+		}
 	}
 	return out, true
+}
+
+// versionEntry is a versioned write's write-log entry: the version it made (at least 1) if it
+// applied, or minus one less the version its condition saw if it did not.
+func versionEntry(out daalOutcome) int64 {
+	if out.applied {
+		return out.version
+	}
+	return -out.version - 1
 }
 
 // itemVersion is the version of the value a row holds (rows written before versions were
@@ -284,16 +299,17 @@ func versionIs(a store.Attrs) store.Cond {
 
 // update logs the step's outcome and, when the write applies, makes its changes.
 func (w daalWrite) update(lk string, out daalOutcome) store.Update {
+	var entry any = out.applied
+	if w.versioned {
+		entry = versionEntry(out)
+	}
 	u := store.Update{
 		store.AddInt(store.Attr(attrLogSize), 1),
-		store.SetAttr(store.Attr(attrRecentWrites).Entry(lk), out.applied),
+		store.SetAttr(store.Attr(attrRecentWrites).Entry(lk), entry),
 		store.AddInt(store.Attr(attrVersion), 1),
 	}
-	if w.versioned {
-		u = append(u, store.SetAttr(store.Attr(attrRecentSeqs).Entry(lk), out.version))
-		if out.applied {
-			u = append(u, store.SetAttr(store.Attr(attrSeq), out.version))
-		}
+	if w.versioned && out.applied {
+		u = append(u, store.SetAttr(store.Attr(attrSeq), out.version))
 	}
 	if !out.applied {
 		return u
@@ -379,9 +395,7 @@ const MaxInputBytes = store.PortableMaxRowBytes - intentOverheadBytes - 2048
 
 // maxValueBytes is the largest value that fits in a DAAL row next to a full write log.
 func (rt *Runtime) maxValueBytes(table, key string) int {
-	// "#" incarnation (13 base-36 digits) "#" step, the flag, the encoding's overhead; and the
-	// same key again in RecentSeqs with its version
-	perEntry := 2 * (MaxInstanceIDLen + 40)
+	perEntry := MaxInstanceIDLen + 40 // "#" incarnation (13 base-36 digits) "#" step, the flag or version, the encoding's overhead
 	overhead := len(dataPartition(table, key)) + len(headRowID)*2 + 256 + rt.cfg.RowCapacity*perEntry
 	return rt.st.Limits().MaxRowBytes - overhead
 }

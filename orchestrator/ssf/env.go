@@ -91,7 +91,8 @@ func (e *Env) Progress() (int, error) {
 	if e.tx != nil {
 		return 0, fmt.Errorf("%w: no checkpoint inside a transaction", ErrBadInput)
 	}
-	if err := e.flush(); err != nil {
+	// Provenance's write records too: a resumed execution skips the steps before it.
+	if err := e.flushing(true); err != nil {
 		return 0, err
 	}
 	return e.step, nil
@@ -468,37 +469,64 @@ func (e *Env) loggedEvent(step int, produce func() ([]byte, *dataEvent, error)) 
 // another execution of this instance already logged with a different value means this
 // execution went down a path that execution did not: it stops before acting on it, and a
 // re-execution replays the logged values.
-func (e *Env) flush() error {
-	if err := e.flushTo(e.rt.st); err != nil {
+func (e *Env) flush() error { return e.flushing(false) }
+
+// flushing writes the queued entries that must be durable before an effect, or all of them.
+func (e *Env) flushing(all bool) error {
+	kept, err := e.flushTo(e.rt.st, all)
+	if err != nil {
 		return e.fail(err)
 	}
-	e.unlogged = e.unlogged[:0]
+	e.unlogged = kept
 	return nil
 }
 
-// flushTo writes the queued read-log entries to st, keeping the queue: a transaction that
-// rolls back (and may run again) must still have them.
-func (e *Env) flushTo(st *store.Table) error {
-	if len(e.unlogged) == 0 {
-		return nil
+// maxQueuedRecords bounds the write records an execution holds back (flushTo).
+const maxQueuedRecords = 32
+
+// isRecord reports whether an entry is provenance's record of a write, which no effect depends
+// on: it may wait for the done mark, which takes it in its own batch.
+func (u unloggedEntry) isRecord() bool { return u.event != nil && u.event.write }
+
+// flushTo writes the queued read-log entries to st (with the write records, if all, or if
+// maxQueuedRecords of them wait) and returns the entries it left queued. It keeps the queue
+// itself: a transaction that rolls back (and may run again) must still have them.
+func (e *Env) flushTo(st *store.Table, all bool) (kept []unloggedEntry, err error) {
+	records := 0
+	for _, u := range e.unlogged {
+		if u.isRecord() {
+			records++
+		}
 	}
-	ups := make([]store.BatchUpdate, len(e.unlogged))
-	for i, r := range e.unlogged {
+	all = all || records >= maxQueuedRecords
+	var write []unloggedEntry
+	for _, u := range e.unlogged {
+		if u.isRecord() && !all {
+			kept = append(kept, u)
+		} else {
+			write = append(write, u)
+		}
+	}
+	if len(write) == 0 {
+		return kept, nil
+	}
+	ups := make([]store.BatchUpdate, len(write))
+	for i, r := range write {
 		ups[i] = e.logEntry(r)
 	}
 	rs, err := st.UpdateBatch(e.ctx, ups)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, r := range rs {
-		if w := e.unlogged[i].event; w != nil && w.write {
+		if write[i].isRecord() {
 			continue // the first record of a write stands: its outcome and version come from the DAAL
 		}
-		if logged, _ := r.Attrs[attrValue].([]byte); !r.Applied && !bytes.Equal(logged, e.unlogged[i].value) {
-			return fmt.Errorf("%w: step %d of instance %s", ErrDiverged, e.unlogged[i].step, e.id)
+		if logged, _ := r.Attrs[attrValue].([]byte); !r.Applied && !bytes.Equal(logged, write[i].value) {
+			return nil, fmt.Errorf("%w: step %d of instance %s", ErrDiverged, write[i].step, e.id)
 		}
 	}
-	return nil
+	return kept, nil
 }
 
 // logEntry is the conditional creation of an entry's log row.
@@ -541,8 +569,9 @@ func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 // batch of log entries: at the latest with the done mark, so a finished instance has them all.
 func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, err error) {
 	w.versioned = w.record != nil && !w.record.shadow
-	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) error {
-		if err := e.flushTo(st); err != nil {
+	var kept []unloggedEntry
+	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) (err error) {
+		if kept, err = e.flushTo(st, false); err != nil {
 			return err
 		}
 		out, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
@@ -551,7 +580,7 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 	if err != nil {
 		return daalOutcome{}, e.fail(err)
 	}
-	e.unlogged = e.unlogged[:0]
+	e.unlogged = kept
 	if rec := w.record; rec != nil {
 		rec.applied, rec.version, rec.at = out.applied, out.version, e.rt.now()
 		e.unlogged = append(e.unlogged, unloggedEntry{step: step, event: rec})

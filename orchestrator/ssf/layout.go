@@ -39,8 +39,7 @@ const (
 	attrValue        = "Value"        // []byte JSON; absent means null
 	attrLogSize      = "LogSize"      // int64 entries in RecentWrites
 	attrNextRow      = "NextRow"      // string row id of the successor
-	attrRecentWrites = "RecentWrites" // map logKey -> bool (the write log; false = cond failed)
-	attrRecentSeqs   = "RecentSeqs"   // map logKey -> int64 the item version a versioned write made or saw (provenance)
+	attrRecentWrites = "RecentWrites" // map logKey -> bool (the write log; false = cond failed), or int64 for a versioned write (versionEntry)
 	attrSeq          = "Seq"          // int64 the item's version: versioned writes that applied to it (provenance)
 	attrVersion      = "Ver"          // int64, bumped by every change; pins conditional writes
 	attrDangleTime   = "DangleTime"   // int64 unix nanos when the GC found the row unreachable

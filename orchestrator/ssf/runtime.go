@@ -748,7 +748,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 	// Write records need no agreement check (reads do): they go first in the same batch.
 	records := 0
 	for _, u := range env.unlogged {
-		if u.event == nil || !u.event.write {
+		if !u.isRecord() {
 			records = -1
 			break
 		}
@@ -766,7 +766,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		}
 	} else {
 		err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) error {
-			if err := env.flushTo(st); err != nil {
+			if _, err := env.flushTo(st, true); err != nil {
 				return err
 			}
 			rs, err = st.UpdateBatch(env.ctx, batch)
