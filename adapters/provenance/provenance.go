@@ -123,11 +123,14 @@ type Record struct {
 	Calls      []Call      `json:"calls,omitempty"`
 }
 
-// Sink keeps records. Export must be idempotent per Instance: the runtime exports a record
-// at least once (again after a crash between exporting it and collecting the instance), and
-// the sink keeps exactly one. It returns nil only once the records are durable.
+// Sink keeps records. The runtime exports records in named batches, at least once: a batch is
+// exported again (after a crash before the runtime noted it exported, or by a concurrent
+// collector) under the same name with the same records, and every instance belongs to one
+// batch. A sink keeps exactly one copy of each record: a database by keying rows by instance,
+// an object store by naming a batch's object after the batch. Export returns nil only once the
+// records are durable; an empty batch is valid.
 type Sink interface {
-	Export(ctx context.Context, recs []Record) error
+	Export(ctx context.Context, batch string, recs []Record) error
 	Close() error
 }
 

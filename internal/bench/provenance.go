@@ -64,9 +64,9 @@ type countingSink struct {
 	instances, exports, ns atomic.Int64
 }
 
-func (c *countingSink) Export(ctx context.Context, recs []provenance.Record) error {
+func (c *countingSink) Export(ctx context.Context, batch string, recs []provenance.Record) error {
 	start := time.Now()
-	err := c.Sink.Export(ctx, recs)
+	err := c.Sink.Export(ctx, batch, recs)
 	c.ns.Add(int64(time.Since(start)))
 	c.exports.Add(1)
 	c.instances.Add(int64(len(recs)))

@@ -1,16 +1,20 @@
 // Package crashkit is what ssfkit's crash-injection suites share besides the injector
 // (internal/faults): the seed, a client that delivers requests the way a platform does, and a
-// drain that lets the intent collectors finish what crashed.
+// drain that lets the intent collectors finish what crashed, and a check of provenance exports.
 package crashkit
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/internal/suite"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -75,4 +79,52 @@ func Drain(t suite.T, h *local.Host, clock *testclock.Manual, rts map[string]*ss
 			}
 		}
 	}
+}
+
+// NewBatches wraps sink.
+func NewBatches(sink provenance.Sink) *Batches {
+	return &Batches{Sink: sink, byName: map[string][]string{}}
+}
+
+// Batches passes provenance exports on to a sink and checks what a sink without keys (objects named
+// after their batch) relies on: a batch exported again carries the same instances, and no
+// instance is in two batches.
+type Batches struct {
+	provenance.Sink
+	mu     sync.Mutex
+	byName map[string][]string
+	err    error
+}
+
+func (b *Batches) Export(ctx context.Context, batch string, recs []provenance.Record) error {
+	keys := make([]string, len(recs))
+	for i, r := range recs {
+		keys[i] = r.Invocation.SSF + "/" + r.Invocation.ID + "#" + r.Invocation.Incarnation
+	}
+	b.mu.Lock()
+	if prev, ok := b.byName[batch]; ok && !slices.Equal(prev, keys) && b.err == nil {
+		b.err = fmt.Errorf("batch %s exported again with other records: %v, then %v", batch, prev, keys)
+	}
+	b.byName[batch] = keys
+	b.mu.Unlock()
+	return b.Sink.Export(ctx, batch, recs)
+}
+
+// Check reports the first violation seen.
+func (b *Batches) Check() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return b.err
+	}
+	in := map[string]string{}
+	for name, keys := range b.byName {
+		for _, k := range keys {
+			if other, dup := in[k]; dup {
+				return fmt.Errorf("instance %s exported in two batches, %s and %s: an object store would keep it twice", k, other, name)
+			}
+			in[k] = name
+		}
+	}
+	return nil
 }

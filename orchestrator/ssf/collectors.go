@@ -271,9 +271,10 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	var rep GCReport
 	now := rt.now()
 	recyclable := map[string]bool{}
-	var endedTxs []string // ended by recyclable instances
+	claims := map[string]string{} // recyclable instance -> the provenance batch that claimed it
+	var endedTxs []string         // ended by recyclable instances
 	for s := 0; s < rt.cfg.IndexShards; s++ {
-		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrEndsTx)}})
+		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrEndsTx), store.Attr(attrExportBatch)}})
 		if err != nil {
 			return rep, err
 		}
@@ -309,6 +310,7 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 				rep.Adopted++
 			case entryRecyclable:
 				recyclable[row.Key.Sort] = true
+				claims[row.Key.Sort], _ = row.Attrs[attrExportBatch].(string)
 				if tx, ok := row.Attrs[attrEndsTx].(string); ok {
 					endedTxs = append(endedTxs, tx)
 				}
@@ -317,11 +319,8 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	}
 	rep.Recyclable = len(recyclable)
 
-	ids := make([]string, 0, len(recyclable))
-	for id := range recyclable {
-		ids = append(ids, id)
-	}
-	if err := rt.collectLogs(ctx, ids, &rep); err != nil {
+	collected, batches, err := rt.collectLogs(ctx, recyclable, claims, &rep)
+	if err != nil {
 		return rep, err
 	}
 
@@ -345,7 +344,7 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 		}
 	}
 
-	for id := range recyclable {
+	for _, id := range collected {
 		// The tombstone is entered in its index first, so that a crash in between leaves an
 		// entry for a live intent (forgotten later: the intent is checked), never a tombstone
 		// that is never forgotten.
@@ -361,6 +360,9 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 			return rep, err
 		}
 		rep.IntentsRemoved++
+	}
+	if err := rt.forgetBatches(ctx, batches); err != nil {
+		return rep, err
 	}
 	if err := rt.expireKeys(ctx, now, &rep); err != nil {
 		return rep, err

@@ -25,6 +25,7 @@ import (
 //	s|TX|TABLE|KEY a transaction's shadow DAAL of an item
 //	x|TX           what a transaction locked and called from this SSF
 //	o|owner        the SSF that owns the table (ClaimTable)
+//	b|export       provenance export batches: sort key = the batch's name (see exportPartition)
 //
 // Table names are identifiers (no '|'), so the first '|' after the table ends it.
 var ownerKey = store.Key{Partition: "o|owner", Sort: "owner"}
@@ -49,36 +50,39 @@ const (
 
 // Intent row and log attributes (Beldi Fig. 3).
 const (
-	attrArgs       = "Args"       // []byte JSON input
-	attrAsync      = "Async"      // bool: launched by AsyncInvoke; no callback at the end
-	attrDone       = "Done"       // bool
-	attrResult     = "Result"     // []byte JSON Result
-	attrCaller     = "Caller"     // string caller SSF for the callback
-	attrCallerID   = "CallerID"   // string caller instance id
-	attrCallerStep = "CallerStep" // int64 caller step
-	attrStart      = "Start"      // int64 unix nanos the intent was created (wait-die age)
-	attrLaunched   = "Launched"   // int64 unix nanos of the last launch (pending index)
-	attrFinishTime = "FinishTime" // int64 unix nanos the GC first saw the intent done
-	attrKind       = "Kind"       // string: what a log row records
-	attrCallee     = "Callee"     // string callee SSF (invoke log)
-	attrCalleeID   = "CalleeID"   // string callee instance id (invoke log)
-	attrTxID       = "TxID"       // string transaction the instance runs in (inherited)
-	attrTxStart    = "TxStart"    // int64 that transaction's wait-die age
-	attrBuiltin    = "Builtin"    // string runtime handler the instance runs (tx-end)
-	attrHolder     = "Holder"     // string what may re-send the request after it finished (Request.Holder)
-	attrHeldIndex  = "HeldIndex"  // bool: in the finished index from creation; its holder retries it
-	attrEndsTx     = "EndsTx"     // string, on a finished-index entry: the transaction the instance ended
-	attrCollected  = "Collected"  // int64 unix nanos the GC collected the instance; the intent is a tombstone since
-	attrVoid       = "Void"       // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
-	attrInputHash  = "InputHash"  // string digest of the request's input, kept in the tombstone (see inputDigest)
-	attrExpired    = "Expired"    // int64 unix nanos the tombstone's result was dropped (Config.KeyRetention)
-	attrOwner      = "SSF"        // string, on the owner row: the SSF the table belongs to
-	attrAttempts   = "Attempts"   // int64, on a pending-index entry: launches by the intent collector
-	attrLastExec   = "LastExec"   // int64 unix nanos the latest re-execution started (its fence); see claimExecution
-	attrHoldsLocks = "HoldsLocks" // bool: a held instance takes locks (Env.markLocks)
-	attrLastError  = "LastError"  // string why the latest execution was abandoned, for the give-up record
-	attrTrace      = "Trace"      // string W3C traceparent of the invoking step (Request.Trace)
-	attrFinished   = "Finished"   // int64 unix nanos the deciding execution recorded the result (provenance)
+	attrArgs        = "Args"        // []byte JSON input
+	attrAsync       = "Async"       // bool: launched by AsyncInvoke; no callback at the end
+	attrDone        = "Done"        // bool
+	attrResult      = "Result"      // []byte JSON Result
+	attrCaller      = "Caller"      // string caller SSF for the callback
+	attrCallerID    = "CallerID"    // string caller instance id
+	attrCallerStep  = "CallerStep"  // int64 caller step
+	attrStart       = "Start"       // int64 unix nanos the intent was created (wait-die age)
+	attrLaunched    = "Launched"    // int64 unix nanos of the last launch (pending index)
+	attrFinishTime  = "FinishTime"  // int64 unix nanos the GC first saw the intent done
+	attrKind        = "Kind"        // string: what a log row records
+	attrCallee      = "Callee"      // string callee SSF (invoke log)
+	attrCalleeID    = "CalleeID"    // string callee instance id (invoke log)
+	attrTxID        = "TxID"        // string transaction the instance runs in (inherited)
+	attrTxStart     = "TxStart"     // int64 that transaction's wait-die age
+	attrBuiltin     = "Builtin"     // string runtime handler the instance runs (tx-end)
+	attrHolder      = "Holder"      // string what may re-send the request after it finished (Request.Holder)
+	attrHeldIndex   = "HeldIndex"   // bool: in the finished index from creation; its holder retries it
+	attrEndsTx      = "EndsTx"      // string, on a finished-index entry: the transaction the instance ended
+	attrCollected   = "Collected"   // int64 unix nanos the GC collected the instance; the intent is a tombstone since
+	attrVoid        = "Void"        // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
+	attrInputHash   = "InputHash"   // string digest of the request's input, kept in the tombstone (see inputDigest)
+	attrExpired     = "Expired"     // int64 unix nanos the tombstone's result was dropped (Config.KeyRetention)
+	attrOwner       = "SSF"         // string, on the owner row: the SSF the table belongs to
+	attrAttempts    = "Attempts"    // int64, on a pending-index entry: launches by the intent collector
+	attrLastExec    = "LastExec"    // int64 unix nanos the latest re-execution started (its fence); see claimExecution
+	attrHoldsLocks  = "HoldsLocks"  // bool: a held instance takes locks (Env.markLocks)
+	attrLastError   = "LastError"   // string why the latest execution was abandoned, for the give-up record
+	attrTrace       = "Trace"       // string W3C traceparent of the invoking step (Request.Trace)
+	attrFinished    = "Finished"    // int64 unix nanos the deciding execution recorded the result (provenance)
+	attrExportBatch = "ExportBatch" // string, on a finished-index entry: the provenance batch that claimed the instance
+	attrCandidates  = "Candidates"  // []byte JSON ids, on a provenance batch row (b|export)
+	attrExported    = "Exported"    // bool, on a provenance batch row: its records are in the sink
 )
 
 // Provenance attributes of log entries (adapters/provenance): the item a read-log entry read, or

@@ -2,10 +2,13 @@ package ssf
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -21,67 +24,215 @@ import (
 // exportBatch bounds the instances one export carries (and the rows a pass holds in memory).
 const exportBatch = 64
 
+// Exports go in batches, each named and recorded in the table before it is exported, so that
+// every sink can keep exactly one copy: an object store names the batch's object after it, a
+// database keys rows by instance. A batch row (exportPartition, sort key = the batch's name)
+// lists its candidates; each candidate's finished-index entry is claimed for one batch for good
+// (attrExportBatch, set only if absent), and a batch's members are the candidates it claimed.
+// Members are fixed once every candidate was tried, so a batch exported again (after a crash,
+// or by a concurrent collector) carries the same records under the same name. Logs are deleted
+// only once their batch is marked exported, so a repeated export never sees them half gone.
+const exportPartition = "b|export"
+
 // collectLogs deletes the logs of the recyclable instances, exporting their provenance records
-// first when the SSF captures provenance: an export that fails stops the pass before anything
-// of the batch is deleted, so no record is ever lost (the sink's idempotence absorbs the
-// repeat of an export whose reply was lost).
-func (rt *Runtime) collectLogs(ctx context.Context, ids []string, rep *GCReport) error {
-	for len(ids) > 0 {
-		n := min(len(ids), exportBatch)
-		batch := ids[:n]
-		ids = ids[n:]
-		proj := []store.Path{} // keys only
-		if rt.capturing() {
-			proj = nil
-		}
-		parts := make([][]store.Row, len(batch))
-		var recs []provenance.Record
-		for i, id := range batch {
-			rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: proj})
+// first when the SSF captures provenance, and returns the instances whose logs it deleted: an
+// instance that another collector's batch claimed and has not exported yet is left to it.
+func (rt *Runtime) collectLogs(ctx context.Context, recyclable map[string]bool, claims map[string]string, rep *GCReport) (collected []string, finished []string, err error) {
+	ids := make([]string, 0, len(recyclable))
+	for id := range recyclable {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if !rt.capturing() {
+		return ids, nil, rt.deleteLogs(ctx, ids, rep)
+	}
+	exported := map[string]bool{} // batches known exported
+	// Finish the batches earlier passes (or a concurrent one) recorded and did not export.
+	pending, err := rt.st.Scan(ctx, exportPartition, store.ScanOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, b := range pending {
+		if b.Attrs[attrExported] != true {
+			members, err := rt.claimBatch(ctx, b.Key.Sort, candidatesOf(b.Attrs))
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			parts[i] = rows
-			if !rt.capturing() {
+			if err := rt.exportBatch(ctx, b.Key.Sort, members, rep); err != nil {
+				return nil, nil, err
+			}
+		}
+		exported[b.Key.Sort] = true
+		finished = append(finished, b.Key.Sort)
+	}
+	var unclaimed []string
+	for _, id := range ids {
+		if claims[id] == "" {
+			unclaimed = append(unclaimed, id)
+		}
+	}
+	for len(unclaimed) > 0 {
+		n := min(len(unclaimed), exportBatch)
+		name := uuid.NewString()
+		cands, _ := json.Marshal(unclaimed[:n])
+		if _, err := rt.st.Update(ctx, store.Key{Partition: exportPartition, Sort: name}, store.Always(),
+			store.Update{store.SetAttr(store.Attr(attrCandidates), cands)}); err != nil {
+			return nil, nil, err
+		}
+		members, err := rt.claimBatch(ctx, name, unclaimed[:n])
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := rt.exportBatch(ctx, name, members, rep); err != nil {
+			return nil, nil, err
+		}
+		for _, id := range unclaimed[:n] {
+			if !members[id] {
+				delete(claims, id) // claimed by another batch since the scan: asked below
+			} else {
+				claims[id] = name
+			}
+		}
+		exported[name] = true
+		finished = append(finished, name)
+		unclaimed = unclaimed[n:]
+	}
+	for _, id := range ids {
+		b := claims[id]
+		if b == "" { // lost its claim to a batch recorded after this pass began: find which
+			a, found, err := rt.st.Get(ctx, finishedKey(rt.cfg.IndexShards, id))
+			if err != nil {
+				return nil, nil, err
+			}
+			if b, _ = a[attrExportBatch].(string); !found || b == "" {
 				continue
 			}
-			rec, ok, err := rt.record(id, rows)
+		}
+		if !exported[b] {
+			row, found, err := rt.st.Get(ctx, store.Key{Partition: exportPartition, Sort: b})
+			if err != nil {
+				return nil, nil, err
+			}
+			if found && row[attrExported] != true {
+				continue // its batch is being exported by another collector, which collects it
+			}
+		}
+		collected = append(collected, id)
+	}
+	return collected, finished, rt.deleteLogs(ctx, collected, rep)
+}
+
+// claimBatch claims the candidates for batch name and returns its members: those it claimed,
+// now or before.
+func (rt *Runtime) claimBatch(ctx context.Context, name string, candidates []string) (map[string]bool, error) {
+	members := map[string]bool{}
+	for _, id := range candidates {
+		r, err := rt.st.Update(ctx, finishedKey(rt.cfg.IndexShards, id),
+			store.And(store.RowExists(), store.Or(store.NotExists(store.Attr(attrExportBatch)), store.Equal(store.Attr(attrExportBatch), name))),
+			store.Update{store.SetAttr(store.Attr(attrExportBatch), name)})
+		if err != nil {
+			return nil, err
+		}
+		if r.Applied {
+			members[id] = true
+		}
+	}
+	return members, nil
+}
+
+// exportBatch exports the records of a batch's members under its name and marks it exported.
+func (rt *Runtime) exportBatch(ctx context.Context, name string, members map[string]bool, rep *GCReport) error {
+	ids := make([]string, 0, len(members))
+	for id := range members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var recs []provenance.Record
+	for _, id := range ids {
+		rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{})
+		if err != nil {
+			return err
+		}
+		rec, ok, err := rt.record(id, rows)
+		if err != nil {
+			return err
+		}
+		if ok {
+			recs = append(recs, rec)
+		}
+	}
+	if err := rt.export(ctx, name, recs); err != nil {
+		return err
+	}
+	rep.Exported += len(recs)
+	_, err := rt.st.Update(ctx, store.Key{Partition: exportPartition, Sort: name}, store.RowExists(),
+		store.Update{store.SetAttr(store.Attr(attrExported), true)})
+	return err
+}
+
+func candidatesOf(a store.Attrs) []string {
+	var ids []string
+	b, _ := a[attrCandidates].([]byte)
+	_ = json.Unmarshal(b, &ids) // written by collectLogs; an unreadable list exports nothing
+	return ids
+}
+
+// forgetBatches deletes the rows of exported batches whose members are all collected.
+func (rt *Runtime) forgetBatches(ctx context.Context, names []string) error {
+	for _, name := range names {
+		row, found, err := rt.st.Get(ctx, store.Key{Partition: exportPartition, Sort: name})
+		if err != nil || !found {
+			return err
+		}
+		done := true
+		for _, id := range candidatesOf(row) {
+			a, found, err := rt.st.Get(ctx, finishedKey(rt.cfg.IndexShards, id))
 			if err != nil {
 				return err
 			}
-			if ok {
-				recs = append(recs, rec)
+			if found && a[attrExportBatch] == name {
+				done = false
+				break
 			}
 		}
-		if len(recs) > 0 {
-			if err := rt.export(ctx, recs); err != nil {
+		if done {
+			if _, err := rt.st.Delete(ctx, store.Key{Partition: exportPartition, Sort: name}, store.Equal(store.Attr(attrExported), true)); err != nil {
 				return err
-			}
-			rep.Exported += len(recs)
-		}
-		for _, rows := range parts {
-			for _, row := range rows {
-				if row.Key.Sort == intentSort {
-					continue
-				}
-				if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
-					return err
-				}
-				rep.LogRowsDeleted++
 			}
 		}
 	}
 	return nil
 }
 
-// export hands records to the sink, with fault points around it like a store request's.
-func (rt *Runtime) export(ctx context.Context, recs []provenance.Record) error {
-	key := store.Key{Partition: instancePartition(recs[0].Invocation.ID)}
+// deleteLogs deletes the instances' log rows (all but their intents).
+func (rt *Runtime) deleteLogs(ctx context.Context, ids []string, rep *GCReport) error {
+	for _, id := range ids {
+		rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{}})
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if row.Key.Sort == intentSort {
+				continue
+			}
+			if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
+				return err
+			}
+			rep.LogRowsDeleted++
+		}
+	}
+	return nil
+}
+
+// export hands a batch's records to the sink, with fault points around it like a store
+// request's. An empty batch is exported too: a sink may have to record that it was.
+func (rt *Runtime) export(ctx context.Context, batch string, recs []provenance.Record) error {
+	key := store.Key{Partition: exportPartition, Sort: batch}
 	if err := rt.inject(ctx, "export", key, false); err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := rt.cfg.ProvenanceSink.Export(ctx, recs); err != nil {
+	if err := rt.cfg.ProvenanceSink.Export(ctx, batch, recs); err != nil {
 		rt.collectorMetrics.exportFailed(ctx)
 		return fmt.Errorf("SSF %s: exporting provenance of %d instances (kept until the sink takes them): %w", rt.cfg.Name, len(recs), err)
 	}

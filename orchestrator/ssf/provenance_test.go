@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/provenance/sqlitesink"
 	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/crashkit"
 	"github.com/ssfkit/ssfkit/internal/provquery"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -33,11 +35,12 @@ func report(env *ssf.Env, in json.RawMessage) (any, error) {
 // provenanceWorld runs the transactional bank and a reporter with provenance captured at a
 // different level per SSF, and exports everything.
 type provenanceWorld struct {
-	host  *local.Host
-	rts   map[string]*ssf.Runtime
-	clock *testclock.Manual
-	path  string               // the provenance database the SSFs export to
-	marks map[string]time.Time // the clock after each request
+	host    *local.Host
+	rts     map[string]*ssf.Runtime
+	clock   *testclock.Manual
+	path    string // the provenance database the SSFs export to
+	batches *crashkit.Batches
+	marks   map[string]time.Time // the clock after each request
 }
 
 func newProvenanceWorld(t *testing.T) *provenanceWorld {
@@ -48,7 +51,8 @@ func newProvenanceWorld(t *testing.T) *provenanceWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sink.Close() })
-	w := &provenanceWorld{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, clock: testclock.New(time.Unix(1_700_000_000, 0)),
+	batches := crashkit.NewBatches(sink)
+	w := &provenanceWorld{batches: batches, host: local.NewHost(), rts: map[string]*ssf.Runtime{}, clock: testclock.New(time.Unix(1_700_000_000, 0)),
 		path: path, marks: map[string]time.Time{}}
 	t.Cleanup(w.host.Close)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -62,7 +66,7 @@ func newProvenanceWorld(t *testing.T) *provenanceWorld {
 		"quiet":    {func(env *ssf.Env, in json.RawMessage) (any, error) { return nil, env.Write("t", "k", in) }, provenance.CaptureOff},
 	} {
 		rt, err := w.host.Add(ssf.Config{Name: name, Store: newTable(), Handler: c.fn, RowCapacity: 2, RelaunchDelay: time.Nanosecond,
-			Lifetime: lifetime, GCBound: bound, Clock: w.clock, Logger: quiet, Provenance: c.capture, ProvenanceSink: sink})
+			Lifetime: lifetime, GCBound: bound, Clock: w.clock, Logger: quiet, Provenance: c.capture, ProvenanceSink: batches})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +96,9 @@ func (w *provenanceWorld) export(t *testing.T) *sql.DB {
 				t.Fatal(err)
 			}
 		}
+	}
+	if err := w.batches.Check(); err != nil {
+		t.Fatal(err)
 	}
 	db, err := provquery.Open(context.Background(), w.path)
 	if err != nil {
@@ -252,3 +259,35 @@ func TestProvenanceRecordsWhatEveryInstanceDid(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// Garbage collectors running at once (a schedule that overlaps its passes) export every instance
+// in exactly one batch: what a sink that names objects after batches needs.
+func TestConcurrentCollectorsExportEachInstanceOnce(t *testing.T) {
+	ctx := context.Background()
+	w := newProvenanceWorld(t)
+	for _, a := range []string{"a", "b"} {
+		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 1000})
+	}
+	for i := range 40 {
+		w.invoke(t, "teller", "t"+itoa(int64(i)), transfer{From: "a", To: "b", Amount: 1})
+	}
+	for round := range 3 {
+		w.clock.Advance(bound + time.Second)
+		var wg sync.WaitGroup
+		for range 4 {
+			for _, rt := range w.rts {
+				wg.Go(func() {
+					if _, err := rt.CollectGarbage(ctx); err != nil {
+						t.Errorf("round %d: %v", round, err)
+					}
+				})
+			}
+		}
+		wg.Wait()
+	}
+	db := w.export(t)
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM invocations WHERE ssf = 'teller' AND builtin IS NULL`).Scan(&n); err != nil || n != 40 {
+		t.Fatalf("%d transfers exported (%v), want 40", n, err)
+	}
+}

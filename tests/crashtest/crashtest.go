@@ -64,11 +64,12 @@ const (
 )
 
 type world struct {
-	provDB string // the SQLite provenance sink the SSFs export to
-	host   *local.Host
-	rts    map[string]*ssf.Runtime
-	inj    *faults.Injector
-	clock  *testclock.Manual
+	provDB  string            // the SQLite provenance sink the SSFs export to
+	batches *crashkit.Batches // what an object store would have kept of the same exports
+	host    *local.Host
+	rts     map[string]*ssf.Runtime
+	inj     *faults.Injector
+	clock   *testclock.Manual
 	// pipelined submits every request before draining, so re-executions overlap later
 	// requests (a crashed write may find its log entry in a row that has since filled up).
 	pipelined bool
@@ -87,9 +88,10 @@ func newWorld(t suite.T, newStore testtables.Factory, inj *faults.Injector, sequ
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sink.Close() })
+	w.batches = crashkit.NewBatches(sink)
 	for name, h := range bank.Handlers() {
 		rt, err := w.host.Add(ssf.Config{
-			Name: name, Store: newStore(t, name), Handler: h, Provenance: provenance.CaptureFull, ProvenanceSink: sink,
+			Name: name, Store: newStore(t, name), Handler: h, Provenance: provenance.CaptureFull, ProvenanceSink: w.batches,
 			RowCapacity: 2, Lifetime: lifetime, GCBound: gcBound, RelaunchDelay: time.Nanosecond,
 			Clock: w.clock, Faults: inj, Logger: quiet,
 			MaxAttempts: -1, // injected crashes are not deterministic failures: every instance must finish
@@ -234,6 +236,9 @@ func (w *world) provenance(t suite.T, o outcome) map[string]string {
 	}
 	defer db.Close()
 	if err := provquery.Check(ctx, db); err != nil {
+		t.Fatalf("%v\ncrashes: %v", err, o.crashes)
+	}
+	if err := w.batches.Check(); err != nil {
 		t.Fatalf("%v\ncrashes: %v", err, o.crashes)
 	}
 	// The last version of every item is its value now.

@@ -43,9 +43,11 @@ var rules = []rule{
 		},
 	},
 	{
-		name:    "the portable store, queue and provenance APIs import nothing of the module but internal/driverurl",
-		applies: func(pkg string) bool { return pkg == "adapters/store" || pkg == "adapters/queue" || pkg == "adapters/provenance" },
-		denies:  func(_, imp string) bool { return imp != "internal/driverurl" },
+		name: "the portable store, queue and provenance APIs import nothing of the module but internal/driverurl",
+		applies: func(pkg string) bool {
+			return pkg == "adapters/store" || pkg == "adapters/queue" || pkg == "adapters/provenance"
+		},
+		denies: func(_, imp string) bool { return imp != "internal/driverurl" },
 	},
 	{
 		name:    "adapters/host, what every host shares, imports no host: the hosts import it",

@@ -157,8 +157,9 @@ func OpenDB(ctx context.Context, path string, readOnly bool) (*sql.DB, error) {
 	return db, nil
 }
 
-// Export stores recs in one transaction; records already stored are left as they are.
-func (s *Sink) Export(ctx context.Context, recs []provenance.Record) error {
+// Export stores recs in one transaction; records already stored are left as they are (the
+// batch's name is not needed: rows are keyed by instance).
+func (s *Sink) Export(ctx context.Context, _ string, recs []provenance.Record) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func TestExportIsIdempotentPerInstance(t *testing.T) {
 	defer s.Close()
 	now := time.Now()
 	for range 3 {
-		if err := s.Export(ctx, []provenance.Record{record("a", now), record("b", now)}); err != nil {
+		if err := s.Export(ctx, "b1", []provenance.Record{record("a", now), record("b", now)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func TestRetentionPrunesOldInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Export(ctx, []provenance.Record{record("old", time.Now().Add(-2*time.Hour)), record("new", time.Now())}); err != nil {
+	if err := s.Export(ctx, "b1", []provenance.Record{record("old", time.Now().Add(-2*time.Hour)), record("new", time.Now())}); err != nil {
 		t.Fatal(err)
 	}
 	if i, e, c := count(t, path); i != 1 || e != 2 || c != 1 {
