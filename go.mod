@@ -12,7 +12,15 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
-require go.temporal.io/sdk/contrib/opentelemetry v0.8.1 // indirect
+require (
+	github.com/andybalholm/brotli v1.1.1 // indirect
+	github.com/parquet-go/bitpack v1.0.0 // indirect
+	github.com/parquet-go/jsonlite v1.0.0 // indirect
+	github.com/parquet-go/parquet-go v0.32.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.21 // indirect
+	github.com/twpayne/go-geom v1.6.1 // indirect
+	go.temporal.io/sdk/contrib/opentelemetry v0.8.1 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.3 // indirect

@@ -7,7 +7,8 @@
 # which no mirror here holds and whose registry is unreachable, are built from the Go module
 # proxy into the project's own mirror, .ssfkit/tf-mirror, once per machine.
 # Apache ZooKeeper (server and client jars, from Maven Central with mvn) and kazoo (PyPI), the
-# reference server and the real clients the coordination service is tested with.
+# reference server and the real clients the coordination service is tested with, and DuckDB
+# (PyPI), the real reader of the provenance sink's Parquet objects.
 # The Firestore emulator comes with the Google Cloud CLI, which no registry serves: its absence
 # is reported here and fails the tests that need it.
 set -euo pipefail
@@ -18,6 +19,7 @@ AZURITE_VERSION=3.37.0
 TERRAFORM_VERSION=1.11.4
 ZOOKEEPER_VERSION=3.9.5 # internal/testservers.ZooKeeperVersion
 KAZOO_VERSION=2.10.0
+DUCKDB_VERSION=2.0.0
 # Terraform's go.mod replaces its internal sub-modules with local paths, which `go install`
 # refuses; a wrapper module requiring them at this commit's pseudo-version builds it.
 TERRAFORM_SUBMODULES_VERSION=v0.0.0-20250409131005-35645b8fca68
@@ -70,6 +72,12 @@ if [ ! -x "$tools/kazoo/bin/python" ] || ! "$tools/kazoo/bin/python" -c "import 
   echo "installing kazoo==$KAZOO_VERSION into $tools/kazoo"
   python3 -m venv "$tools/kazoo"
   "$tools/kazoo/bin/pip" install --quiet "kazoo==$KAZOO_VERSION"
+fi
+
+if [ ! -x "$tools/duckdb/bin/python" ] || ! "$tools/duckdb/bin/python" -c "import duckdb" 2>/dev/null; then
+  echo "installing duckdb==$DUCKDB_VERSION into $tools/duckdb (reads the provenance sink's Parquet objects in tests)"
+  python3 -m venv "$tools/duckdb"
+  "$tools/duckdb/bin/pip" install --quiet "duckdb==$DUCKDB_VERSION"
 fi
 
 if ! command -v gcloud >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/orchestrator/sharedlog"
@@ -52,6 +53,11 @@ type Config struct {
 	// Peers are the base URLs of the functions of the SSFs this one calls, by SSF name
 	// (SSFKIT_PEERS, a JSON object; the HTTP hosts' modules set it).
 	Peers map[string]string
+	// Provenance is what the SSF records for provenance (SSFKIT_PROVENANCE: off, the default,
+	// metadata or full), exported by its garbage collector to ProvenanceSink
+	// (SSFKIT_PROVENANCE_SINK, a sink URL: the environment's bucket; docs/provenance.md).
+	Provenance     provenance.Capture
+	ProvenanceSink string
 }
 
 // ConfigFromEnv reads an SSF's configuration; getenv is os.Getenv outside tests. The errors
@@ -112,6 +118,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Queue += sep + "message_ttl=" + raw
 	}
+	capture, err := provenance.ParseCapture(getenv("SSFKIT_PROVENANCE"))
+	if err != nil {
+		return c, fmt.Errorf("SSFKIT_PROVENANCE: %v", err)
+	}
+	c.Provenance, c.ProvenanceSink = capture, getenv("SSFKIT_PROVENANCE_SINK")
+	if capture != provenance.CaptureOff && c.ProvenanceSink == "" {
+		return c, fmt.Errorf("SSFKIT_PROVENANCE=%s needs SSFKIT_PROVENANCE_SINK, the sink URL its records go to", capture)
+	}
 	if raw := getenv("SSFKIT_PEERS"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &c.Peers); err != nil {
 			return c, fmt.Errorf("SSFKIT_PEERS must be a JSON object of SSF names to URLs: %v", err)
@@ -131,6 +145,7 @@ type Function struct {
 	Runtime    *ssf.Runtime
 	Queue      *queue.Queue
 	DeadLetter *queue.Queue // nil without Config.DeadLetterQueue
+	provenance provenance.Sink
 }
 
 // Open opens the SSF's store and queue and builds its runtime. handlers are the application's
@@ -152,7 +167,16 @@ func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, tran
 	}
 	f := &Function{Config: cfg, Queue: q}
 	rcfg := ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
-		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, MaxAttempts: cfg.MaxAttempts, Transport: transport(q)}
+		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, MaxAttempts: cfg.MaxAttempts, Transport: transport(q),
+		Provenance: cfg.Provenance}
+	if cfg.Provenance != provenance.CaptureOff {
+		if f.provenance, err = provenance.Open(ctx, cfg.ProvenanceSink); err != nil {
+			q.Close()
+			tbl.Close()
+			return nil, fmt.Errorf("SSF %s: SSFKIT_PROVENANCE_SINK: %w", cfg.SSF, err)
+		}
+		rcfg.ProvenanceSink = f.provenance
+	}
 	if cfg.DeadLetterQueue != "" {
 		if f.DeadLetter, err = queue.Open(ctx, cfg.DeadLetterQueue); err != nil {
 			q.Close()
@@ -259,5 +283,8 @@ func (f *Function) closeQueues() {
 	f.Queue.Close()
 	if f.DeadLetter != nil {
 		f.DeadLetter.Close()
+	}
+	if f.provenance != nil {
+		f.provenance.Close()
 	}
 }

@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host"
+	_ "github.com/ssfkit/ssfkit/adapters/provenance/blobsink"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/memqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+	_ "gocloud.dev/blob/fileblob"
 )
 
 // dropTransport loses every call and start, as an unreachable peer and a lost queue would.
@@ -184,5 +188,61 @@ func TestConfigFromEnvMaxReceiveCount(t *testing.T) {
 		if _, err := host.ConfigFromEnv(getenv); err == nil || !strings.Contains(err.Error(), "SSFKIT_MAX_RECEIVE_COUNT") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// A function configured to capture provenance opens its sink by URL, and its garbage collector
+// exports each finished instance there; bad settings are named.
+func TestProvenanceFromTheEnvironment(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	vars := map[string]string{"SSFKIT_SSF": "notes", "SSFKIT_ENVIRONMENT": "e", "SSFKIT_STORE": "mem://host-test-notes", "SSFKIT_QUEUE": "mem://host-test-notes",
+		"SSFKIT_PROVENANCE": "full", "SSFKIT_PROVENANCE_SINK": "file://" + filepath.ToSlash(dir) + "?prefix=p",
+		"SSFKIT_LIFETIME_SECONDS": "1", "SSFKIT_GC_BOUND_SECONDS": "2"}
+	getenv := func(k string) string { return vars[k] }
+	cfg, err := host.ConfigFromEnv(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlers := map[string]ssf.Handler{"notes": func(env *ssf.Env, in json.RawMessage) (any, error) { return nil, env.Write("notes", "n", in) }}
+	f, err := host.Open(ctx, cfg, handlers, func(*queue.Queue) ssf.Transport { return dropTransport{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Runtime.Handle(ctx, ssf.Request{InstanceID: "n-1", Input: json.RawMessage(`"hello"`)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for exported := 0; exported == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the instance was not exported within 10 s (T is 2 s)")
+		}
+		time.Sleep(500 * time.Millisecond)
+		rep, err := f.CollectGarbage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exported = rep.Exported
+	}
+	objects, _ := filepath.Glob(filepath.Join(dir, "p", "data_events", "ssf=notes", "dt=*", "*.parquet"))
+	if len(objects) != 1 {
+		t.Fatalf("data_events objects: %v", objects)
+	}
+
+	for k, want := range map[string]string{"SSFKIT_PROVENANCE": "not one of off, metadata, full", "SSFKIT_PROVENANCE_SINK": "needs SSFKIT_PROVENANCE_SINK"} {
+		bad := maps.Clone(vars)
+		if k == "SSFKIT_PROVENANCE" {
+			bad[k] = "all"
+		} else {
+			delete(bad, k)
+		}
+		if _, err := host.ConfigFromEnv(func(k string) string { return bad[k] }); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", k, err, want)
+		}
+	}
+	cfg.ProvenanceSink = "s3x://nowhere"
+	if _, err := host.Open(ctx, cfg, handlers, func(*queue.Queue) ssf.Transport { return dropTransport{} }); err == nil || !strings.Contains(err.Error(), "SSFKIT_PROVENANCE_SINK") {
+		t.Errorf("an unknown sink scheme: %v", err)
 	}
 }

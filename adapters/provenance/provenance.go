@@ -140,8 +140,8 @@ type URL = driverurl.URL
 // Opener opens a sink from a parsed URL.
 type Opener func(ctx context.Context, u *URL) (Sink, error)
 
-var registry = driverurl.NewRegistry[Sink]("provenance sink", "sqlite:///path/to/provenance.db",
-	"github.com/ssfkit/ssfkit/adapters/provenance/sqlitesink")
+var registry = driverurl.NewRegistry[Sink]("provenance sink", "sqlite:///path/to/provenance.db or s3://BUCKET?prefix=provenance",
+	"github.com/ssfkit/ssfkit/adapters/provenance/sqlitesink\" (SQLite) or _ \"github.com/ssfkit/ssfkit/adapters/provenance/blobsink")
 
 // Register makes a sink available under a URL scheme; it panics on a duplicate.
 func Register(scheme string, open Opener) { registry.Register(scheme, open) }

@@ -4,6 +4,7 @@ package main
 // TestEveryBackendIsLinkedIn keeps this list whole: every driver
 // package, and every backend of the test matrices (internal/testtables, adapters/queue/queuetest).
 import (
+	_ "github.com/ssfkit/ssfkit/adapters/provenance/blobsink"
 	_ "github.com/ssfkit/ssfkit/adapters/provenance/sqlitesink"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/logqueue"

@@ -26,7 +26,9 @@ func TestTraceAnswersFromExportedProvenance(t *testing.T) {
 	defer sink.Close()
 	clock := testclock.New(time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC))
 	app, err := apps.OpenTuned(ctx, bank.Handlers(), func(name string) (string, error) { return "mem://trace-" + name, nil }, apps.DevConfig(),
-		func(_ string, c *ssf.Config) { c.Clock, c.Provenance, c.ProvenanceSink = clock, provenance.CaptureFull, sink })
+		func(_ string, c *ssf.Config) {
+			c.Clock, c.Provenance, c.ProvenanceSink = clock, provenance.CaptureFull, sink
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,3 +139,17 @@ func KazooPython() (string, error) {
 	}
 	return py, nil
 }
+
+// DuckDBPython is the Python interpreter that has DuckDB, which tests use as a real reader of
+// the Parquet objects the provenance sink writes (`make tools` installs it).
+func DuckDBPython() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	py := filepath.Join(root, ".ssfkit", "tools", "duckdb", "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		return "", fmt.Errorf("DuckDB's Python not found at %s: run `make tools` (pip install duckdb==2.0.0 into a venv)", py)
+	}
+	return py, nil
+}
