@@ -169,7 +169,7 @@ func Open(ctx context.Context, cfg Config, handlers map[string]ssf.Handler, tran
 	rcfg := ssf.Config{Name: cfg.SSF, Store: tbl, Handler: handler, Lifetime: cfg.Lifetime, GCBound: cfg.GCBound,
 		RelaunchDelay: cfg.RelaunchDelay, KeyRetention: cfg.KeyRetention, ExpiredKeyRetention: cfg.ExpiredKeyRetention, MaxAttempts: cfg.MaxAttempts, Transport: transport(q),
 		Provenance: cfg.Provenance}
-	if cfg.Provenance != provenance.CaptureOff {
+	if cfg.Provenance != "" && cfg.Provenance != provenance.CaptureOff {
 		if f.provenance, err = provenance.Open(ctx, cfg.ProvenanceSink); err != nil {
 			q.Close()
 			tbl.Close()
