@@ -204,6 +204,16 @@ type GarbageReport struct {
 	Logs sharedlog.CollectReport
 }
 
+// CollectIntents is the intent collector function: one pass of the runtime's, and the depth of
+// the SSF's queue (ssf.queue.depth), which a backlog of starts shows in.
+func (f *Function) CollectIntents(ctx context.Context) (ssf.ICReport, error) {
+	rep, err := f.Runtime.CollectIntents(ctx)
+	if derr := queue.RecordDepth(ctx, f.Queue); derr != nil {
+		slog.Warn("cannot read the queue's depth", "ssf", f.Config.SSF, "err", derr)
+	}
+	return rep, err
+}
+
 // CollectGarbage is the garbage collector function: one pass of CollectGarbage.
 func (f *Function) CollectGarbage(ctx context.Context) (GarbageReport, error) {
 	return CollectGarbage(ctx, f.Runtime)

@@ -89,6 +89,13 @@ type Driver interface {
 	Close() error
 }
 
+// Depther is an optional Driver interface: the backend's count of the messages it holds
+// (visible, leased or delayed; approximate where the backend says so, as SQS and Azure
+// Storage queues do). Pub/Sub's API has none (its backlog is a Cloud Monitoring metric).
+type Depther interface {
+	Depth(ctx context.Context) (int64, error)
+}
+
 // Errors every driver maps its native errors onto, so callers can test with errors.Is.
 var (
 	// ErrTooLarge: the message exceeds the backend's size limit. Nothing was sent.
@@ -276,4 +283,14 @@ func Open(ctx context.Context, rawURL string) (*Queue, error) {
 		return nil, err
 	}
 	return New(d, u.Redacted()), nil
+}
+
+// Depth returns the number of messages the queue holds, and false if its driver cannot tell.
+func (q *Queue) Depth(ctx context.Context) (int64, bool, error) {
+	d, ok := q.drv.(Depther)
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := d.Depth(ctx)
+	return n, true, q.wrap("depth", err)
 }

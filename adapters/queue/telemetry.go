@@ -23,3 +23,23 @@ func countDeadLetter(ctx context.Context, source string) {
 		c.Add(ctx, 1, metric.WithAttributes(attribute.String("ssf.queue", source)))
 	}
 }
+
+var depthGauge = sync.OnceValue(func() metric.Int64Gauge {
+	g, _ := otel.Meter("github.com/ssfkit/ssfkit/adapters/queue").Int64Gauge("ssf.queue.depth",
+		metric.WithUnit("{message}"), metric.WithDescription("messages the queue holds (visible, leased or delayed), as the backend counts them"))
+	return g
+})
+
+// RecordDepth records the queue's depth (ssf.queue.depth, by ssf.queue), if its driver can
+// tell: one request to the backend. The hosts call it from the intent collector's pass, which
+// is when a backlog matters.
+func RecordDepth(ctx context.Context, q *Queue) error {
+	n, ok, err := q.Depth(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	if g := depthGauge(); g != nil {
+		g.Record(ctx, n, metric.WithAttributes(attribute.String("ssf.queue", q.Name())))
+	}
+	return nil
+}

@@ -104,7 +104,7 @@ func New(ctx context.Context, platform Platform, cfg host.Config, handlers map[s
 	}
 	s.mux.HandleFunc("POST "+string(RouteQueue), s.guard(RouteQueue, s.handleQueued))
 	s.mux.HandleFunc("POST "+string(RouteIntentCollector), s.guard(RouteIntentCollector,
-		s.collector(func(ctx context.Context) (any, error) { return fn.Runtime.CollectIntents(ctx) })))
+		s.collector(func(ctx context.Context) (any, error) { return fn.CollectIntents(ctx) })))
 	s.mux.HandleFunc("POST "+string(RouteGarbageCollector), s.guard(RouteGarbageCollector,
 		s.collector(func(ctx context.Context) (any, error) { return fn.CollectGarbage(ctx) })))
 	return s, nil

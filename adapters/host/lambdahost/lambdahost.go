@@ -103,7 +103,7 @@ func (h *Host) Close() { h.fn.Close() }
 func (h *Host) Handle(ctx context.Context, event json.RawMessage) (any, error) {
 	switch h.role {
 	case RoleIntentCollector:
-		return h.fn.Runtime.CollectIntents(ctx)
+		return h.fn.CollectIntents(ctx)
 	case RoleGarbageCollector:
 		return h.fn.CollectGarbage(ctx)
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"github.com/ssfkit/ssfkit/adapters/host"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -262,6 +263,14 @@ func (h *Host) RunCollectors(ctx context.Context, icEvery, gcEvery time.Duration
 					h.logger().Warn("intent collector pass failed; the next pass retries", "ssf", rt.Name(), "err", err)
 				}
 				rep.IC[rt.Name()] = r
+			}
+			h.mu.RLock()
+			queues := maps.Clone(h.queues)
+			h.mu.RUnlock()
+			for name, q := range queues {
+				if err := queue.RecordDepth(ctx, q); err != nil && ctx.Err() == nil {
+					h.logger().Warn("cannot read the queue's depth", "ssf", name, "err", err)
+				}
 			}
 		case <-gcTick:
 			rep.GC = map[string]ssf.GCReport{}

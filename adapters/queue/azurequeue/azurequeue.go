@@ -362,6 +362,18 @@ func (d *Driver) update(ctx context.Context, m *queue.Message, visibility time.D
 // Limits implements queue.Driver.
 func (d *Driver) Limits() queue.Limits { return d.limits }
 
+// Depth is Azure Storage's approximate message count (visible and invisible).
+func (d *Driver) Depth(ctx context.Context) (int64, error) {
+	p, err := d.q.GetProperties(ctx, nil)
+	if err != nil {
+		return 0, wrap(ctx, err)
+	}
+	if p.ApproximateMessagesCount == nil {
+		return 0, errors.New("azqueue: the service returned no message count")
+	}
+	return int64(*p.ApproximateMessagesCount), nil
+}
+
 // Close implements queue.Driver; the shared client has nothing to release.
 func (d *Driver) Close() error { return nil }
 

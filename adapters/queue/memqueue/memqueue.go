@@ -225,5 +225,12 @@ func (d *Driver) Extend(_ context.Context, m *queue.Message, lease time.Duration
 // Limits implements queue.Driver.
 func (d *Driver) Limits() queue.Limits { return d.limits }
 
+// Depth is the number of messages not yet acknowledged.
+func (d *Driver) Depth(context.Context) (int64, error) {
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	return int64(len(d.b.byID)), nil
+}
+
 // Close implements queue.Driver. A shared queue keeps its messages for later Opens.
 func (d *Driver) Close() error { return nil }

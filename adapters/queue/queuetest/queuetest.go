@@ -63,6 +63,7 @@ func Suite(t suite.T, newQueue func(t suite.T) *queue.Queue) {
 			testDeadLetterAttributes(t, q, dlq, target)
 		}},
 		{"EmptyReceiveReturns", testEmptyReceive},
+		{"Depth", testDepth},
 		{"Close", testClose},
 	} {
 		suite.Run(t, tc.name, func(t suite.T) {
@@ -653,5 +654,50 @@ func testDeadLetterAttributes(t suite.T, q, dlq, target *queue.Queue) {
 			t.Errorf("redriven message %s: attempt %d, want a new message", m.ID, m.Attempts)
 		}
 		ack(t, target, m)
+	}
+}
+
+// testDepth: a driver that reports a depth counts sent messages, leased ones included, and
+// forgets acknowledged ones. SQS and Azure count approximately; their emulators exactly.
+func testDepth(t suite.T, q *queue.Queue) {
+	ctx := context.Background()
+	depth := func() int64 {
+		t.Helper()
+		n, ok, err := q.Depth(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return -1
+		}
+		return n
+	}
+	if depth() < 0 {
+		t.Logf("%T reports no depth (queue.Depther); nothing to check", q.Driver())
+		return
+	}
+	if n := depth(); n != 0 {
+		t.Fatalf("a fresh queue holds %d messages", n)
+	}
+	for i := range 3 {
+		if _, err := q.Send(ctx, []byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := depth(); n != 3 {
+		t.Fatalf("depth after 3 sends: %d", n)
+	}
+	ms, err := q.Receive(ctx, queue.ReceiveOptions{Max: 1, Wait: 5 * time.Second, Lease: time.Minute})
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("receive: %v %v", ms, err)
+	}
+	if n := depth(); n != 3 {
+		t.Fatalf("depth with one message leased: %d, want 3", n)
+	}
+	if err := q.Ack(ctx, ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := depth(); n != 2 {
+		t.Fatalf("depth after an ack: %d, want 2", n)
 	}
 }

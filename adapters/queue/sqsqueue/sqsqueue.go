@@ -375,5 +375,24 @@ func (d *Driver) setVisibility(ctx context.Context, m *queue.Message, v time.Dur
 // Limits implements queue.Driver.
 func (d *Driver) Limits() queue.Limits { return d.limits }
 
+// Depth is SQS's approximate count of visible, in-flight and delayed messages.
+func (d *Driver) Depth(ctx context.Context) (int64, error) {
+	out, err := d.c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &d.url, AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return 0, d.wrap(ctx, err)
+	}
+	var n int64
+	for _, v := range out.Attributes {
+		c, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("sqs: queue attribute %q is not a count", v)
+		}
+		n += c
+	}
+	return n, nil
+}
+
 // Close implements queue.Driver; the shared client has nothing to release.
 func (d *Driver) Close() error { return nil }
