@@ -22,7 +22,9 @@ import (
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/provenance"
+	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/internal/apps"
+	"github.com/ssfkit/ssfkit/internal/console"
 	"github.com/ssfkit/ssfkit/internal/coordblob"
 	"github.com/ssfkit/ssfkit/internal/coordserve"
 	"github.com/ssfkit/ssfkit/internal/deploy"
@@ -85,13 +87,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	temporalDB := fs.String("temporal-db", filepath.Join(".ssfkit", "temporal.db"), "the embedded Temporal server's SQLite `file` (created if missing, kept across restarts)")
 	temporalPort := fs.Int("temporal-port", devTemporalPort, "the embedded Temporal server's frontend `port` on 127.0.0.1 (--temporal off: none)")
 	captureFlag := fs.String("provenance", string(provenance.CaptureMetadata), "what the SSFs record of what they did (`level`): off, metadata (every invocation and data access, with digests of values) or full (the values too); docs/provenance.md")
-	provenanceDB := fs.String("provenance-db", filepath.Join(".ssfkit", "provenance.db"), "the SQLite `file` the garbage collector exports provenance to ('ssfkit trace' reads it)")
+	uiAddr := fs.String("ui-addr", "127.0.0.1:8233", "the Temporal Web UI's `address` ('off': none; only with Temporal)")
+	provenanceDB := fs.String("provenance-db", "", "the SQLite `file` the garbage collector exports provenance to ('ssfkit trace' reads it; default: provenance.db beside the --store SQLite file or the --config file, else .ssfkit/provenance.db)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	capture, err := provenance.ParseCapture(*captureFlag)
 	if err != nil {
 		return &cliUsageError{err: fmt.Errorf("dev: --provenance: %w", err)}
+	}
+	if *provenanceDB == "" {
+		*provenanceDB = defaultProvenanceDB(*storeFlag, *configFile)
 	}
 	stopTelemetry, err := telemetry.Start(ctx, "ssfkit-dev")
 	if err != nil {
@@ -187,12 +193,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	zkLine := "off"
+	var coordService *coord.Service
 	if zkLn != nil {
 		zk, err := coordserve.Start(ctx, place.coordURL, *zkBlobs, zkLn, coord.Config{}, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
 		if err != nil {
 			return fmt.Errorf("dev: %w", err)
 		}
 		defer zk.Close()
+		coordService = zk.Service()
 		zkLine = fmt.Sprintf("%s, ZooKeeper's protocol (zkCli.sh -server %[1]s), on %s", zkLn.Addr(), place.coordDescribe)
 		if *zkBlobs != "" {
 			zkLine += ", large entries in " + coordblob.Redacted(*zkBlobs)
@@ -205,8 +213,22 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, rt := range app.Runtimes {
 		longest = max(longest, rt.Config().Lifetime)
 	}
+	uiLine, uiURL := "off", ""
+	if temporalClient != nil && *uiAddr != "off" {
+		stopUI, err := console.StartTemporalUI(*uiAddr, tf.address, tf.namespace)
+		if err != nil {
+			return fmt.Errorf("dev: the Temporal UI on %s (--ui-addr; --ui-addr off for none): %w", *uiAddr, err)
+		}
+		defer stopUI()
+		uiURL = "http://" + *uiAddr
+		uiLine = uiURL + "/namespaces/" + tf.namespace + "/workflows"
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", logRequests(stdout, local.HTTPHandler(app.Host)))
+	mux.Handle(console.Prefix, console.Handler(console.Config{Title: ex.Title, Runtimes: app.Runtimes, ProvenanceDB: provenancePath(capture, *provenanceDB),
+		Coord: coordService, TemporalUI: uiURL}))
 	srv := &http.Server{
-		Handler:           logRequests(stdout, local.HTTPHandler(app.Host)),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      longest + 30*time.Second, // a request may run its instance for a lifetime
@@ -230,7 +252,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.Runtimes, *icEvery, *gcEvery, temporalLine, zkLine, provenanceLine)
+	printDevBanner(stdout, ex, place, "http://"+ln.Addr().String(), app.Runtimes, *icEvery, *gcEvery, temporalLine, zkLine, provenanceLine, uiLine)
 
 	select {
 	case err := <-served:
@@ -388,7 +410,7 @@ func timings(runtimes map[string]*ssf.Runtime) string {
 	return strings.Join(lines, "\n              ")
 }
 
-func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal, zk, prov string) {
+func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, runtimes map[string]*ssf.Runtime, icEvery, gcEvery time.Duration, temporal, zk, prov, ui string) {
 	every := func(d time.Duration) string {
 		if d == 0 {
 			return "off"
@@ -410,6 +432,8 @@ func printDevBanner(w io.Writer, ex apps.App, place devPlacement, base string, r
   ZooKeeper   %[11]s
   provenance  %[12]s
   listening   %[2]s
+  console     %[2]s/console/
+  Temporal UI %[13]s
   API         POST /v1/ssf/{name}                 invoke; JSON in and out
               GET  /v1/ssf/{name}/instances/{id}  status and result
               GET  /v1/ssf/{name}/items           current state
@@ -422,7 +446,7 @@ is replayed (marked Idempotent-Replayed: true) while it is kept; after that the 
 refused as expired.
 Press Ctrl-C to stop.
 
-`, place.describe, base, apps.WrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.Title, ex.Try(base), temporal, zk, prov)
+`, place.describe, base, apps.WrapJoin(slices.Sorted(maps.Keys(runtimes)), 14, 64), every(icEvery), every(gcEvery), timings(runtimes), overrides, ex.Title, ex.Try(base), temporal, zk, prov, ui)
 }
 
 // logRequests writes one line per request, so the developer sees the traffic.
@@ -462,4 +486,24 @@ type statusWriter struct {
 func (s *statusWriter) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
+}
+
+// defaultProvenanceDB keeps provenance beside the state it describes: next to the --store SQLite
+// file or the --config file, else in .ssfkit.
+func defaultProvenanceDB(storeFlag, configFile string) string {
+	if configFile != "" {
+		return filepath.Join(filepath.Dir(configFile), "provenance.db")
+	}
+	if u, err := store.ParseURL(storeFlag); err == nil && u.Scheme == "sqlite" && u.Path != "" {
+		return filepath.Join(filepath.Dir(u.Path), "provenance.db")
+	}
+	return filepath.Join(".ssfkit", "provenance.db")
+}
+
+// provenancePath is the provenance database the console reads, "" when capture is off.
+func provenancePath(capture provenance.Capture, db string) string {
+	if capture == provenance.CaptureOff {
+		return ""
+	}
+	return db
 }

@@ -106,6 +106,9 @@ func StartTable(ctx context.Context, tbl *store.Table, ln net.Listener, cfg coor
 // Failed delivers the error that stopped the endpoint (accepting failed) before Close.
 func (s *Server) Failed() <-chan error { return s.served }
 
+// Service is the coordination service the server serves (ssfkit dev's console reads its tree).
+func (s *Server) Service() *coord.Service { return s.svc }
+
 // Close stops serving (clients' sessions stay in the table until they expire) and closes the
 // table.
 func (s *Server) Close() error {

@@ -31,23 +31,36 @@ func (r *CollectReport) Add(o CollectReport) {
 // multi-color append is the collector's to finish).
 func CollectTable(ctx context.Context, tbl *store.Table, opts Options) (CollectReport, error) {
 	var rep CollectReport
-	tenants, err := tbl.Scan(ctx, tenantKey("").Partition, store.ScanOptions{Projection: []store.Path{store.Attr("since")}})
+	tenants, err := Tenants(ctx, tbl)
 	if err != nil {
-		return rep, fmt.Errorf("sharedlog: listing the table's tenants: %w", err)
+		return rep, err
 	}
-	for _, row := range tenants {
-		l, err := New(tbl, row.Key.Sort, opts)
+	for _, tenant := range tenants {
+		l, err := New(tbl, tenant, opts)
 		if err != nil {
 			return rep, err
 		}
 		r, err := l.Collect(ctx)
 		rep.Add(r)
 		if err != nil {
-			return rep, fmt.Errorf("sharedlog: collecting tenant %s: %w", row.Key.Sort, err)
+			return rep, fmt.Errorf("sharedlog: collecting tenant %s: %w", tenant, err)
 		}
 		rep.Tenants++
 	}
 	return rep, nil
+}
+
+// Tenants lists the tenants with a log in tbl.
+func Tenants(ctx context.Context, tbl *store.Table) ([]string, error) {
+	rows, err := tbl.Scan(ctx, tenantKey("").Partition, store.ScanOptions{Projection: []store.Path{store.Attr("since")}})
+	if err != nil {
+		return nil, fmt.Errorf("sharedlog: listing the table's tenants: %w", err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Key.Sort
+	}
+	return out, nil
 }
 
 // Collect is the log's garbage collector, for the tenant: it deletes trimmed records, finishes

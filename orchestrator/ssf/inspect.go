@@ -2,9 +2,12 @@ package ssf
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
 )
 
@@ -37,6 +40,8 @@ type IntentStatus struct {
 	// latest execution was abandoned, if it recorded why.
 	Launches  int
 	LastError string
+	// Started is when the intent was created (zero once collected).
+	Started time.Time
 }
 
 // Intent returns the status of an instance. An instance whose intent was garbage-collected
@@ -63,7 +68,7 @@ func intentStatus(ctx context.Context, tbl *store.Table, shards int, instanceID 
 	if in.collected != 0 {
 		return IntentStatus{Done: true, Result: in.result, Collected: true, Expired: in.expired != 0}, nil
 	}
-	st := IntentStatus{Exists: true, Done: in.done, Result: in.result}
+	st := IntentStatus{Exists: true, Done: in.done, Result: in.result, Started: time.Unix(0, in.start)}
 	if !in.done {
 		st.LastError, _ = a[attrLastError].(string)
 		entry, found, err := tbl.Get(ctx, pendingKey(shards, instanceID))
@@ -142,4 +147,54 @@ func (rt *Runtime) Locks(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// InstanceSummary is one instance as the indexes list it (ListInstances).
+type InstanceSummary struct {
+	ID     string
+	Status IntentStatus
+}
+
+// ListInstances returns the instances the indexes hold, newest first: the unfinished ones
+// and the finished ones not yet collected, at most max of each. It reads outside any instance,
+// for inspection (ssfkit dev's console).
+func (rt *Runtime) ListInstances(ctx context.Context, max int) ([]InstanceSummary, error) {
+	var out []InstanceSummary
+	for _, index := range []string{"p|", "f|"} {
+		var ids []string
+		for s := 0; s < rt.cfg.IndexShards; s++ {
+			rows, err := rt.cfg.Store.Scan(ctx, index+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{}})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rows {
+				ids = append(ids, r.Key.Sort)
+			}
+		}
+		var found []InstanceSummary
+		for _, id := range ids {
+			st, err := intentStatus(ctx, rt.cfg.Store, rt.cfg.IndexShards, id)
+			if err != nil {
+				return nil, err
+			}
+			if st.Exists && (index == "p|") != st.Done { // an entry between indexes is listed once
+				found = append(found, InstanceSummary{ID: id, Status: st})
+			}
+		}
+		sort.Slice(found, func(i, j int) bool { return found[i].Status.Started.After(found[j].Status.Started) })
+		out = append(out, found[:min(len(found), max)]...)
+	}
+	return out, nil
+}
+
+// Steps returns what an instance did so far, from its logs while the garbage collector keeps
+// them (finished or not): its provenance record, whose data events and calls carry their
+// items, versions and times when the SSF captures provenance. found is false once the logs are
+// collected (or the instance is unknown).
+func (rt *Runtime) Steps(ctx context.Context, instanceID string) (rec provenance.Record, found bool, err error) {
+	rows, err := rt.cfg.Store.Scan(ctx, instancePartition(instanceID), store.ScanOptions{})
+	if err != nil {
+		return rec, false, err
+	}
+	return rt.buildRecord(instanceID, rows, false)
 }

@@ -244,13 +244,19 @@ func (rt *Runtime) export(ctx context.Context, batch string, recs []provenance.R
 // there is nothing to export (no intent: its creation never landed; or a tombstone: exported
 // before it was made).
 func (rt *Runtime) record(id string, rows []store.Row) (rec provenance.Record, ok bool, err error) {
+	return rt.buildRecord(id, rows, true)
+}
+
+// buildRecord is record, for an unfinished instance too unless finished is set (its outcome
+// then reads "pending").
+func (rt *Runtime) buildRecord(id string, rows []store.Row, finished bool) (rec provenance.Record, ok bool, err error) {
 	var intentAttrs store.Attrs
 	for _, r := range rows {
 		if r.Key.Sort == intentSort {
 			intentAttrs = r.Attrs
 		}
 	}
-	if intentAttrs == nil || intentAttrs[attrCollected] != nil || intentAttrs[attrVoid] != nil || intentAttrs[attrDone] != true {
+	if intentAttrs == nil || intentAttrs[attrCollected] != nil || intentAttrs[attrVoid] != nil || finished && intentAttrs[attrDone] != true {
 		return rec, false, nil
 	}
 	in, err := decodeIntent(id, intentAttrs)
@@ -277,6 +283,8 @@ func (rt *Runtime) record(id string, rows []store.Row) (rec provenance.Record, o
 		inv.TraceID = parts[1]
 	}
 	switch {
+	case !in.done:
+		inv.Outcome = "pending"
 	case in.result.TxAborted:
 		inv.Outcome = "tx_aborted"
 	case in.result.Error != "":
