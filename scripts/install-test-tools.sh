@@ -8,7 +8,8 @@
 # proxy into the project's own mirror, .ssfkit/tf-mirror, once per machine.
 # Apache ZooKeeper (server and client jars, from Maven Central with mvn) and kazoo (PyPI), the
 # reference server and the real clients the coordination service is tested with, and DuckDB
-# (PyPI), the real reader of the provenance sink's Parquet objects.
+# (PyPI), the real reader of the provenance sink's Parquet objects; Debian's Chromium, the
+# headless browser the console is tested in.
 # The Firestore emulator comes with the Google Cloud CLI, which no registry serves: its absence
 # is reported here and fails the tests that need it.
 set -euo pipefail
@@ -78,6 +79,15 @@ if [ ! -x "$tools/duckdb/bin/python" ] || ! "$tools/duckdb/bin/python" -c "impor
   echo "installing duckdb==$DUCKDB_VERSION into $tools/duckdb (reads the provenance sink's Parquet objects in tests)"
   python3 -m venv "$tools/duckdb"
   "$tools/duckdb/bin/pip" install --quiet "duckdb==$DUCKDB_VERSION"
+fi
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium (the headless browser the console's tests drive)"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q chromium >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
+  else
+    sudo apt-get install -y -q chromium >/dev/null
+  fi
 fi
 
 if ! command -v gcloud >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -152,4 +153,15 @@ func DuckDBPython() (string, error) {
 		return "", fmt.Errorf("DuckDB's Python not found at %s: run `make tools` (pip install duckdb==2.0.0 into a venv)", py)
 	}
 	return py, nil
+}
+
+// Chromium is Debian's Chromium, the headless browser the console's tests drive (`make tools`
+// installs it).
+func Chromium() (string, error) {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no Chromium on PATH: run `make tools` (apt-get install chromium)")
 }
