@@ -79,6 +79,7 @@ const (
 	attrHoldsLocks  = "HoldsLocks"  // bool: a held instance takes locks (Env.markLocks)
 	attrLastError   = "LastError"   // string why the latest execution was abandoned, for the give-up record
 	attrTrace       = "Trace"       // string W3C traceparent of the invoking step (Request.Trace)
+	attrTraceID     = "TraceID"     // string, without Trace: the trace the request arrived in (provenance)
 	attrFinished    = "Finished"    // int64 unix nanos the deciding execution recorded the result (provenance)
 	attrExportBatch = "ExportBatch" // string, on a finished-index entry: the provenance batch that claimed the instance
 	attrCandidates  = "Candidates"  // []byte JSON ids, on a provenance batch row (b|export)

@@ -281,6 +281,8 @@ func (rt *Runtime) buildRecord(id string, rows []store.Row, finished bool) (rec 
 	}
 	if parts := strings.Split(in.trace, "-"); len(parts) == 4 {
 		inv.TraceID = parts[1]
+	} else {
+		inv.TraceID, _ = intentAttrs[attrTraceID].(string)
 	}
 	switch {
 	case !in.done:

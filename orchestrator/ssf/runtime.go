@@ -446,6 +446,10 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	}
 	if tp := validTraceparent(req.Trace); tp != "" {
 		upd = append(upd, store.SetAttr(store.Attr(attrTrace), tp))
+	} else if id := traceID(ctx); id != "" && rt.capturing() {
+		// A request from outside ssfkit (a host's, an activity's): provenance names the trace
+		// it arrived in, so a record leads to the spans.
+		upd = append(upd, store.SetAttr(store.Attr(attrTraceID), id))
 	}
 	if heldIndex {
 		upd = append(upd, store.SetAttr(store.Attr(attrHeldIndex), true))

@@ -60,6 +60,14 @@ func traceparent(ctx context.Context) string {
 	return c["traceparent"]
 }
 
+// traceID is the id of the sampled trace ctx is in, or "".
+func traceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
+
 // validTraceparent returns tp as W3C traceparent when it is one, else "": a request's Trace
 // comes from outside, and only a well-formed one (55 bytes) is kept in the intent.
 func validTraceparent(tp string) string {

@@ -2,6 +2,8 @@ package ssftemporal
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
+	"github.com/ssfkit/ssfkit/adapters/provenance/sqlitesink"
 	"github.com/ssfkit/ssfkit/internal/temporaltest"
 	"github.com/ssfkit/ssfkit/internal/testtables"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
@@ -44,7 +48,14 @@ func TestTraceRunsFromTheClientThroughTheWorkflowIntoTheSSF(t *testing.T) {
 	h := local.NewHost()
 	h.Logger = quiet
 	t.Cleanup(h.Close)
-	if _, err := h.Add(ssf.Config{Name: "counter", Store: testtables.Mem(t, "counter"), Handler: counter, Logger: quiet}); err != nil {
+	sink, err := sqlitesink.Open(context.Background(), filepath.Join(t.TempDir(), "provenance.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	rt, err := h.Add(ssf.Config{Name: "counter", Store: testtables.Mem(t, "counter"), Handler: counter, Logger: quiet,
+		Provenance: provenance.CaptureMetadata, ProvenanceSink: sink})
+	if err != nil {
 		t.Fatal(err)
 	}
 	queue := serveWorkflows(t, c, h, addFive)
@@ -85,5 +96,25 @@ func TestTraceRunsFromTheClientThroughTheWorkflowIntoTheSSF(t *testing.T) {
 	}
 	if write, ok := byName["ssf.write"]; !ok || write.Parent().SpanID() != instance.SpanContext().SpanID() {
 		t.Errorf("the write step is not the execution's child (spans: %v)", names)
+	}
+
+	// The instance's provenance names the workflow run it ran for and the trace it ran in.
+	list, err := rt.ListInstances(ctx, 10)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("instances: %+v, %v", list, err)
+	}
+	record, found, err := rt.Steps(ctx, list[0].ID)
+	if err != nil || !found {
+		t.Fatalf("steps: %v %v", found, err)
+	}
+	var holder struct {
+		WF  string `json:"wf"`
+		Run string `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(record.Invocation.Holder), &holder); err != nil || holder.WF != run.GetID() || holder.Run != run.GetRunID() {
+		t.Errorf("the record's holder %q does not name workflow %s run %s", record.Invocation.Holder, run.GetID(), run.GetRunID())
+	}
+	if record.Invocation.TraceID != root.SpanContext().TraceID().String() {
+		t.Errorf("the record names trace %q, the caller's is %s", record.Invocation.TraceID, root.SpanContext().TraceID())
 	}
 }
