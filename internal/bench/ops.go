@@ -42,17 +42,27 @@ func (c *OpsConfig) validate() error {
 	if c.RowCapacity == 0 {
 		c.RowCapacity = ssf.DefaultRowCapacity
 	}
+	if err := checkBlocks("ops", c.Ops, c.Warmup, c.Block); err != nil {
+		return err
+	}
 	switch {
-	case c.Ops < 1:
-		return fmt.Errorf("bench ops: --ops must be at least 1, got %d", c.Ops)
-	case c.Warmup < 0:
-		return fmt.Errorf("bench ops: --warmup must not be negative, got %d", c.Warmup)
-	case c.Block < 1:
-		return fmt.Errorf("bench ops: --block must be at least 1, got %d", c.Block)
 	case c.RowCapacity < 1:
 		return fmt.Errorf("bench ops: --row-capacity must be at least 1, got %d", c.RowCapacity)
 	case c.DAALRows < 0:
 		return fmt.Errorf("bench ops: --daal-rows must not be negative, got %d", c.DAALRows)
+	}
+	return nil
+}
+
+// checkBlocks checks the flags of a benchmark that alternates blocks of operations.
+func checkBlocks(bench string, ops, warmup, block int) error {
+	switch {
+	case ops < 1:
+		return fmt.Errorf("bench %s: --ops must be at least 1, got %d", bench, ops)
+	case warmup < 0:
+		return fmt.Errorf("bench %s: --warmup must not be negative, got %d", bench, warmup)
+	case block < 1:
+		return fmt.Errorf("bench %s: --block must be at least 1, got %d", bench, block)
 	}
 	return nil
 }

@@ -80,13 +80,8 @@ var captureLevels = [3]provenance.Capture{provenance.CaptureOff, provenance.Capt
 // (an SSF's capture is its configuration), and what the garbage collector's exports to an
 // SQLite sink cost.
 func RunProvenance(ctx context.Context, cfg ProvenanceConfig, progress io.Writer) (*ProvenanceReport, error) {
-	switch {
-	case cfg.Ops < 1:
-		return nil, fmt.Errorf("bench provenance: --ops must be at least 1, got %d", cfg.Ops)
-	case cfg.Warmup < 0:
-		return nil, fmt.Errorf("bench provenance: --warmup must not be negative, got %d", cfg.Warmup)
-	case cfg.Block < 1:
-		return nil, fmt.Errorf("bench provenance: --block must be at least 1, got %d", cfg.Block)
+	if err := checkBlocks("provenance", cfg.Ops, cfg.Warmup, cfg.Block); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "ssfkit-bench-provenance-")

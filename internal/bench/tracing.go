@@ -55,13 +55,8 @@ func (d *discard) Shutdown(context.Context) error { return nil }
 // OTEL_* settings pays for the instrumentation; on samples every span into a batch processor
 // whose exporter discards them.
 func RunTracing(ctx context.Context, cfg TracingConfig, progress io.Writer) (*TracingReport, error) {
-	switch {
-	case cfg.Ops < 1:
-		return nil, fmt.Errorf("bench tracing: --ops must be at least 1, got %d", cfg.Ops)
-	case cfg.Warmup < 0:
-		return nil, fmt.Errorf("bench tracing: --warmup must not be negative, got %d", cfg.Warmup)
-	case cfg.Block < 1:
-		return nil, fmt.Errorf("bench tracing: --block must be at least 1, got %d", cfg.Block)
+	if err := checkBlocks("tracing", cfg.Ops, cfg.Warmup, cfg.Block); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	s, err := NewSuite(ctx, SuiteConfig{StoreURL: cfg.StoreURL})

@@ -9,16 +9,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	"cloud.google.com/go/bigtable/bttest"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/s3blob" // s3://
 
 	"github.com/ssfkit/ssfkit/internal/suite"
 )
@@ -238,4 +243,35 @@ func MotoResidue(moto, environment string) ([]string, error) {
 	}
 	sort.Strings(left)
 	return left, nil
+}
+
+// MotoS3 points the AWS SDK's default chain at moto alone for the rest of the test (no files,
+// no instance metadata, no profile) and returns the s3:// URL (gocloud.dev/blob's) of bucket on
+// moto, and create, which makes the bucket.
+func MotoS3(t *testing.T, bucket string) (bucketURL string, create func()) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE": dir + "/config", "AWS_SHARED_CREDENTIALS_FILE": dir + "/credentials", "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+	for k, v := range MotoEnv {
+		t.Setenv(k, v)
+	}
+	bucketURL = "s3://" + bucket + "?region=us-east-1&use_path_style=true&endpoint=" + url.QueryEscape(Moto.Addr(t))
+	return bucketURL, func() {
+		ctx := context.Background()
+		raw, err := blob.OpenBucket(ctx, bucketURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		var c *s3.Client
+		if !raw.As(&c) {
+			t.Fatal("s3blob bucket without an S3 client")
+		}
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -129,28 +129,21 @@ func zooKeeperServing(addr string) func(context.Context) error {
 
 // KazooPython is the Python interpreter that has kazoo, the Python ZooKeeper client whose
 // recipes the coordination service is tested with (`make tools` installs it).
-func KazooPython() (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	py := filepath.Join(root, ".ssfkit", "tools", "kazoo", "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		return "", fmt.Errorf("kazoo's Python not found at %s: run `make tools` (pip install kazoo==2.10.0 into a venv)", py)
-	}
-	return py, nil
-}
+func KazooPython() (string, error) { return toolPython("kazoo", "kazoo==2.10.0") }
 
 // DuckDBPython is the Python interpreter that has DuckDB, which tests use as a real reader of
 // the Parquet objects the provenance sink writes (`make tools` installs it).
-func DuckDBPython() (string, error) {
+func DuckDBPython() (string, error) { return toolPython("duckdb", "duckdb==2.0.0") }
+
+// toolPython is the interpreter of the venv `make tools` makes in .ssfkit/tools/VENV for pkg.
+func toolPython(venv, pkg string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	py := filepath.Join(root, ".ssfkit", "tools", "duckdb", "bin", "python")
+	py := filepath.Join(root, ".ssfkit", "tools", venv, "bin", "python")
 	if _, err := os.Stat(py); err != nil {
-		return "", fmt.Errorf("DuckDB's Python not found at %s: run `make tools` (pip install duckdb==2.0.0 into a venv)", py)
+		return "", fmt.Errorf("%s's Python not found at %s: run `make tools` (pip install %s into a venv)", venv, py, pkg)
 	}
 	return py, nil
 }

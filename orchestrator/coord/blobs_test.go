@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -50,34 +48,12 @@ func buckets(t *testing.T) map[string]func(t *testing.T) *coordblob.Bucket {
 	}
 	m["s3"] = func(t *testing.T) *coordblob.Bucket {
 		ctx := context.Background()
-		// The SDK's default chain gets only moto's settings: no files, no metadata, no profile.
-		dir := t.TempDir()
-		for k, v := range map[string]string{
-			"AWS_CONFIG_FILE": dir + "/config", "AWS_SHARED_CREDENTIALS_FILE": dir + "/credentials",
-			"AWS_EC2_METADATA_DISABLED": "true",
-		} {
-			t.Setenv(k, v)
-		}
-		for k, v := range testservers.MotoEnv {
-			t.Setenv(k, v)
-		}
-		u := "s3://" + name + "?region=us-east-1&use_path_style=true&endpoint=" + url.QueryEscape(testservers.Moto.Addr(t))
+		u, create := testservers.MotoS3(t, name)
 		// A bucket that does not exist is refused at open, with a hint.
 		if _, err := coordblob.Open(ctx, u); err == nil || !strings.Contains(err.Error(), "no such bucket") {
 			t.Fatalf("opening a bucket that does not exist: %v", err)
 		}
-		raw, err := blob.OpenBucket(ctx, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer raw.Close()
-		var c *s3.Client
-		if !raw.As(&c) {
-			t.Fatal("s3blob bucket without an S3 client")
-		}
-		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-			t.Fatal(err)
-		}
+		create()
 		return open(t, u)
 	}
 	m["azblob"] = func(t *testing.T) *coordblob.Bucket {

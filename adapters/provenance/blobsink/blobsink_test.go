@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob"
@@ -128,31 +125,17 @@ print(json.dumps({k: [list(r) for r in duckdb.sql(v).fetchall()] for k, v in q.i
 // On S3 (moto), the objects land under the prefix in their partitions and decode as written.
 func TestExportToS3(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	for k, v := range map[string]string{"AWS_CONFIG_FILE": dir + "/config", "AWS_SHARED_CREDENTIALS_FILE": dir + "/credentials", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
-	for k, v := range testservers.MotoEnv {
-		t.Setenv(k, v)
-	}
-	bucket := "provenance-" + strings.ToLower(time.Now().Format("150405.000000"))
-	bucket = strings.ReplaceAll(bucket, ".", "")
-	u := "s3://" + bucket + "?region=us-east-1&use_path_style=true&endpoint=" + url.QueryEscape(testservers.Moto.Addr(t))
+	bucket := "provenance-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	u, create := testservers.MotoS3(t, bucket)
 	if _, err := provenance.Open(ctx, u); err == nil || !strings.Contains(err.Error(), "no such bucket") {
 		t.Fatalf("a sink on a bucket that does not exist: %v", err)
 	}
+	create()
 	raw, err := blob.OpenBucket(ctx, u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	var c *s3.Client
-	if !raw.As(&c) {
-		t.Fatal("no S3 client")
-	}
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
 	export(t, u+"&prefix=env1/provenance")
 	var keys []string
 	iter := raw.List(&blob.ListOptions{Prefix: "env1/provenance/"})
