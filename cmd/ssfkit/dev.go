@@ -114,6 +114,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	} else if *zkBlobs != "" {
 		return &cliUsageError{err: errors.New("dev: --zk-blobs is for the coordination service, which --zk-addr off turns off")}
 	}
+	if *uiAddr != "off" {
+		if err := checkListenAddr("dev", "--ui-addr", *uiAddr, *public); err != nil {
+			return &cliUsageError{err: err}
+		}
+	}
 	if *icEvery < 0 || *gcEvery < 0 {
 		return &cliUsageError{err: errors.New("dev: --ic-every and --gc-every must not be negative")}
 	}

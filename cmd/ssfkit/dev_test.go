@@ -99,7 +99,8 @@ func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop 
 	out = &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runDev(ctx, append([]string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--zk-addr", "127.0.0.1:0"}, args...), out, io.Discard)
+		// No Temporal UI unless asked: its default port is a fixed one.
+		done <- runDev(ctx, append([]string{"--addr", "127.0.0.1:0", "--temporal", temporalOff, "--zk-addr", "127.0.0.1:0", "--ui-addr", "off"}, args...), out, io.Discard)
 	}()
 	stop = func() {
 		cancel()
@@ -317,6 +318,19 @@ func TestDevHelpAndBusyPorts(t *testing.T) {
 		"--temporal-port", fmt.Sprint(port), "--temporal-db", dir + "/temporal.db"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "--temporal-port") || !strings.Contains(err.Error(), "--temporal off") {
 		t.Errorf("dev on a busy Temporal port: %v, want an error naming --temporal-port and --temporal off", err)
+	}
+	free, err := testservers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--store", store, "--zk-addr", zkOff,
+		"--temporal-port", fmt.Sprint(free), "--temporal-db", dir + "/temporal.db", "--ui-addr", busy.Addr().String()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), "--ui-addr off") {
+		t.Errorf("dev on a busy Temporal UI port: %v, want an error naming --ui-addr", err)
+	}
+	err = runDev(context.Background(), []string{"--addr", "127.0.0.1:0", "--store", store, "--zk-addr", zkOff, "--ui-addr", "0.0.0.0:8233"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--ui-addr") || !strings.Contains(err.Error(), "--public") {
+		t.Errorf("dev with the Temporal UI on every interface: %v, want a refusal naming --ui-addr and --public", err)
 	}
 }
 

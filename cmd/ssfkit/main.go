@@ -41,8 +41,9 @@ var commands = []command{
 			"workflows on an embedded Temporal server and SIGKILLs the worker process"},
 	{name: "dev", args: "[flags]", run: runDev,
 		summary: "serve an example's SSFs over HTTP on 127.0.0.1:8080 (--addr), on the SQLite database " +
-			".ssfkit/dev.db (--store), with the collectors, an embedded Temporal server on " +
-			"127.0.0.1:7233 (--temporal-port; --temporal off) kept in .ssfkit/temporal.db, and the " +
+			".ssfkit/dev.db (--store), with the collectors, a web console at /console/, provenance in " +
+			".ssfkit/provenance.db, an embedded Temporal server on 127.0.0.1:7233 (--temporal-port; " +
+			"--temporal off) kept in .ssfkit/temporal.db with its Web UI on 127.0.0.1:8233 (--ui-addr), and the " +
 			"coordination service for ZooKeeper clients on 127.0.0.1:2181 (--zk-addr; --zk-addr off)"},
 	{name: "worker", args: "[flags]", run: runWorker,
 		summary: "host an example's SSFs as Temporal activities and its workflows on a Temporal cluster " +
