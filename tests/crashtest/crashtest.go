@@ -75,23 +75,29 @@ type world struct {
 	pipelined bool
 }
 
-func newWorld(t suite.T, newStore testtables.Factory, inj *faults.Injector, sequential bool) *world {
+// newWorld makes the bank's SSFs on tables from newStore; with capture, they record their
+// provenance in full and export it to an SQLite sink.
+func newWorld(t suite.T, newStore testtables.Factory, inj *faults.Injector, sequential, capture bool) *world {
 	w := &world{host: local.NewHost(), rts: map[string]*ssf.Runtime{}, inj: inj, clock: testclock.New(time.Unix(1_700_000_000, 0))}
 	w.host.Sequential = sequential
 	// Every asynchronous start is delivered twice: redelivered after the first copy ran (or
 	// crashed) on a sequential host, duplicated concurrently on a concurrent one.
 	w.host.SpawnCopies = 2
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w.provDB = filepath.Join(t.TempDir(), "provenance.db")
-	sink, err := sqlitesink.Open(t.Context(), w.provDB, 0)
-	if err != nil {
-		t.Fatal(err)
+	level, sink := provenance.CaptureOff, provenance.Sink(nil)
+	if capture {
+		w.provDB = filepath.Join(t.TempDir(), "provenance.db")
+		db, err := sqlitesink.Open(t.Context(), w.provDB, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		w.batches = crashkit.NewBatches(db)
+		sink, level = w.batches, provenance.CaptureFull
 	}
-	t.Cleanup(func() { sink.Close() })
-	w.batches = crashkit.NewBatches(sink)
 	for name, h := range bank.Handlers() {
 		rt, err := w.host.Add(ssf.Config{
-			Name: name, Store: newStore(t, name), Handler: h, Provenance: provenance.CaptureFull, ProvenanceSink: w.batches,
+			Name: name, Store: newStore(t, name), Handler: h, Provenance: level, ProvenanceSink: sink,
 			RowCapacity: 2, Lifetime: lifetime, GCBound: gcBound, RelaunchDelay: time.Nanosecond,
 			Clock: w.clock, Faults: inj, Logger: quiet,
 			MaxAttempts: -1, // injected crashes are not deterministic failures: every instance must finish
@@ -222,6 +228,9 @@ func (w *world) collectAll(t suite.T, o outcome, seed int64) map[string]string {
 			}
 		}
 	}
+	if w.provDB == "" {
+		return nil
+	}
 	return w.provenance(t, o)
 }
 
@@ -351,13 +360,17 @@ func checkInvariants(t suite.T, what string, transfers []bank.Transfer, o outcom
 
 // everyPoint crashes a run once at each injection point of the clean run in turn.
 func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
-	cleanWorld := newWorld(t, newStore, faults.At(0), true)
+	cleanWorld := newWorld(t, newStore, faults.At(0), true, true)
 	clean := cleanWorld.run(t, fixedTransfers)
 	checkInvariants(t, "clean run", fixedTransfers, clean)
 	cleanProvenance := cleanWorld.provenanceAfterGC(t, clean)
 	t.Logf("clean run passes %d injection points; crashing at every %d", clean.points, stride)
 	for k := 1; k <= clean.points; k += stride {
-		w := newWorld(t, newStore, faults.At(k), true)
+		// The provenance is checked at every point on the in-memory store (after clean
+		// collector passes), and at every 25th everywhere (after passes that crash too).
+		collect := k%25 == 1 || k == clean.points
+		check := collect || stride == 1
+		w := newWorld(t, newStore, faults.At(k), true, check)
 		got := w.run(t, fixedTransfers)
 		what := fmt.Sprintf("crash at point %d/%d (%v)", k, clean.points, got.crashes)
 		if len(got.crashes) != 1 {
@@ -365,8 +378,11 @@ func everyPoint(t suite.T, newStore testtables.Factory, stride int) {
 		}
 		compare(t, what, clean, got)
 		checkInvariants(t, what, fixedTransfers, got)
-		if k%25 == 1 || k == clean.points {
+		switch {
+		case collect:
 			compareProvenance(t, what, cleanProvenance, w.collectAll(t, got, int64(k)))
+		case check:
+			compareProvenance(t, what, cleanProvenance, w.provenanceAfterGC(t, got))
 		}
 	}
 }
@@ -383,11 +399,11 @@ func randomSchedules(t suite.T, newStore testtables.Factory, schedules int) {
 			from := rng.Intn(3)
 			transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(120)}
 		}
-		cleanWorld := newWorld(t, newStore, faults.At(0), true)
+		cleanWorld := newWorld(t, newStore, faults.At(0), true, true)
 		clean := cleanWorld.run(t, transfers)
 		cleanProvenance := cleanWorld.provenanceAfterGC(t, clean)
 		inj := faults.Random(seed, 0.02, 12)
-		w := newWorld(t, newStore, inj, true)
+		w := newWorld(t, newStore, inj, true, true)
 		got := w.run(t, transfers)
 		what := fmt.Sprintf("schedule with seed %d (rerun: SSFKIT_SEED=%d, %d crashes)", seed, seed, len(got.crashes))
 		compare(t, what, clean, got)
@@ -395,7 +411,7 @@ func randomSchedules(t suite.T, newStore testtables.Factory, schedules int) {
 		compareProvenance(t, what, cleanProvenance, w.collectAll(t, got, seed))
 
 		inj = faults.Random(seed, 0.03, 12)
-		w = newWorld(t, newStore, inj, true)
+		w = newWorld(t, newStore, inj, true, false)
 		w.pipelined = true
 		got = w.run(t, transfers)
 		checkInvariants(t, "pipelined "+what, transfers, got)
@@ -415,7 +431,7 @@ func concurrentInvariants(t suite.T, newStore testtables.Factory) {
 		transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(60)}
 	}
 	inj := faults.Random(seed, 0.01, 20)
-	w := newWorld(t, newStore, inj, false)
+	w := newWorld(t, newStore, inj, false, true)
 	got := w.run(t, transfers)
 	checkInvariants(t, fmt.Sprintf("concurrent run with seed %d (rerun: SSFKIT_SEED=%d)", seed, seed), transfers, got)
 	w.provenanceAfterGC(t, got)
