@@ -21,7 +21,7 @@ var Backends = []Backend{
 		Name: "mem", Scheme: "mem",
 		Tables: func(suite.T) Factory { return Mem },
 		// Every crash point and twenty schedules: mem:// costs microseconds.
-		Crash: CrashOptions{Stride: 1, Schedules: 20},
+		Crash: CrashOptions{Stride: 1, Schedules: 20, ConcurrentProvenance: true},
 	},
 	{
 		Name: "sqlite", Scheme: "sqlite",
@@ -29,7 +29,7 @@ var Backends = []Backend{
 		// Every fifth crash point. The pure-Go SQLite runs about 40 times slower under the race
 		// detector than without it, so every tenth point of the transactions' commit and abort
 		// and half the concurrent transfers.
-		Crash: CrashOptions{Stride: 5, Schedules: 10},
+		Crash: CrashOptions{Stride: 5, Schedules: 10, ConcurrentProvenance: true},
 		Tx:    TxOptions{Stride: 10, Transfers: 12},
 	},
 	{
@@ -143,6 +143,9 @@ type CrashOptions struct {
 	Stride int
 	// Schedules is the number of randomised multi-crash schedules.
 	Schedules int
+	// ConcurrentProvenance captures provenance in the concurrent run too and checks it (every
+	// version made once, every version read made): affordable where the store is fast.
+	ConcurrentProvenance bool
 }
 
 // LincheckOptions change the linearizability suite's defaults on a backend (6 clients for
