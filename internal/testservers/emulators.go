@@ -206,6 +206,7 @@ func MotoResidue(moto, environment string) ([]string, error) {
 		{"log group", "logs", "Logs_20140328.DescribeLogGroups", "POST", "/", "{}", regexp.MustCompile(`"logGroupName":\s*"([^"]+)"`)},
 		{"schedule", "scheduler", "", "GET", "/schedules", "", regexp.MustCompile(`"Name":\s*"([^"]+)"`)},
 		{"KMS alias", "kms", "TrentService.ListAliases", "POST", "/", "{}", regexp.MustCompile(`"AliasName":\s*"([^"]+)"`)},
+		{"S3 bucket", "s3", "", "GET", "/", "", regexp.MustCompile(`<Name>([^<]+)</Name>`)},
 	}
 	signer := v4.NewSigner()
 	creds := aws.Credentials{AccessKeyID: MotoEnv["AWS_ACCESS_KEY_ID"], SecretAccessKey: MotoEnv["AWS_SECRET_ACCESS_KEY"]}

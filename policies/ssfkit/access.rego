@@ -64,7 +64,7 @@ security_attributes := {
 	"google_cloud_run_v2_service_iam_member": ["role", "member"],
 	"google_service_account_iam_member": ["role", "member"],
 	"google_kms_crypto_key_iam_member": ["role", "member"],
-	"google_storage_bucket_iam_member": ["role", "member", "bucket"],
+	"google_storage_bucket_iam_member": ["role", "member", "bucket", "condition"],
 }
 
 # Attributes the provider computes from other resources when the configuration leaves them
@@ -269,7 +269,51 @@ deny contains msg if {
 	some r in lib.resources_of("google_storage_bucket_iam_member")
 	not lib.unknown(r, ["bucket"])
 	not own_bucket(r)
-	msg := sprintf("%s: a grant on bucket %v, which no resource of its module in this plan creates; ssfkit grants only a coordination service's own bucket", [r.address, object.get(r.values, "bucket", "unset")])
+	not provenance_grant(r)
+	msg := sprintf("%s: a grant on bucket %v, which no resource of its module in this plan creates; ssfkit grants only a coordination service's own bucket, and an SSF its own partitions of its environment's provenance bucket", [r.address, object.get(r.values, "bucket", "unset")])
+}
+
+# An environment's provenance bucket (labelled ssfkit-provenance) holds every SSF's records:
+# every grant on it is an SSF's grant of its own partitions, whichever module makes it.
+deny contains msg if {
+	some r in lib.resources_of("google_storage_bucket_iam_member")
+	some b in lib.resources_of("google_storage_bucket")
+	object.get(object.get(b.values, "labels", {}), "ssfkit-provenance", "") == "true"
+	is_string(r.values.bucket)
+	r.values.bucket == b.values.name
+	not provenance_grant(r)
+	msg := sprintf("%s: a grant on provenance bucket %s that is not an SSF's grant of its own partitions (roles/storage.objectUser to its identity, on a condition naming exactly PREFIX/invocations|data_events|calls/ssf=NAME/)", [r.address, r.values.bucket])
+}
+
+# An ssf module's grant of its own provenance partitions (modules/gcp/ssf): objectUser on a
+# provenance bucket of the plan in the same environment (the ssfkit-environment label of the
+# bucket and of the module's Cloud Run service), to the identity the service runs as, on the one
+# condition the module writes: the three tables' partitions of the SSF the service serves.
+provenance_grant(r) if {
+	r.values.role == "roles/storage.objectUser"
+	some run in lib.resources_of("google_cloud_run_v2_service")
+	run.module == r.module
+	some container in run.values.template[0].containers
+	some env in container.env
+	env.name == "SSFKIT_SSF"
+	r.values.member == concat("", ["serviceAccount:", run.values.template[0].service_account])
+	some b in lib.resources_of("google_storage_bucket")
+	b.values.name == r.values.bucket
+	labels := object.get(b.values, "labels", {})
+	labels["ssfkit-provenance"] == "true"
+	labels["ssfkit-environment"] == object.get(object.get(run.values, "labels", {}), "ssfkit-environment", null)
+	count(r.values.condition) == 1
+	r.values.condition[0].expression == provenance_condition(r.values.bucket, r.values.condition[0].expression, env.value)
+}
+
+# The condition the ssf module writes, with the prefix the expression names (letters, digits,
+# ., _, - and /; nothing a pattern could be made of).
+provenance_condition(bucket, expression, ssf) := concat(" || ", [sprintf(`resource.name.startsWith("projects/_/buckets/%s/objects/%s%s/ssf=%s/")`, [bucket, prefix, table, ssf]) |
+	some table in ["invocations", "data_events", "calls"]
+]) if {
+	m := regex.find_all_string_submatch_n(`^resource\.name\.startsWith\("projects/_/buckets/[^/]+/objects/((?:[A-Za-z0-9._-]+/)*)invocations/`, expression, 1)
+	count(m) == 1
+	prefix := m[0][1]
 }
 
 own_bucket(r) if {

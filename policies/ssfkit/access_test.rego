@@ -204,3 +204,49 @@ test_grant_on_a_bucket_outside_the_plan_denied if {
 test_bucket_admin_denied if {
 	count(access.deny) == 1 with input as plans.plan([gcs_bucket("module.coordination"), bucket_grant("module.coordination", "bank-zk-coord-1234abcd", "roles/storage.admin")])
 }
+
+# GCP provenance: an ssf module grants its identity its own partitions of its environment's
+# provenance bucket, by one exact condition; nothing else may be granted on that bucket.
+provenance_bucket := plans.in_module("module.environment", plans.create("google_storage_bucket.provenance[0]", "google_storage_bucket", {"name": "bank-provenance-1", "labels": {"ssfkit-environment": "bank", "ssfkit-provenance": "true"}}))
+
+teller_service(environment) := plans.in_module(`module.ssf["teller"]`, plans.create("google_cloud_run_v2_service.this", "google_cloud_run_v2_service", {
+	"labels": {"ssfkit-environment": environment},
+	"template": [{"service_account": "bank-teller@p.iam.gserviceaccount.com", "containers": [{"env": [{"name": "SSFKIT_SSF", "value": "teller"}]}]}],
+}))
+
+teller_condition(prefix, ssf) := concat(" || ", [sprintf(`resource.name.startsWith("projects/_/buckets/bank-provenance-1/objects/%s%s/ssf=%s/")`, [prefix, t, ssf]) | some t in ["invocations", "data_events", "calls"]])
+
+provenance_grant(module, values) := plans.in_module(module, plans.create("google_storage_bucket_iam_member.provenance[0]", "google_storage_bucket_iam_member", object.union(
+	{"bucket": "bank-provenance-1", "role": "roles/storage.objectUser", "member": "serviceAccount:bank-teller@p.iam.gserviceaccount.com", "condition": [{"title": "t", "expression": teller_condition("provenance/", "teller")}]},
+	values,
+)))
+
+test_own_provenance_partitions_grant_passes if {
+	every values in [{}, {"condition": [{"title": "t", "expression": teller_condition("", "teller")}]}] {
+		count(access.deny) == 0 with input as plans.plan([provenance_bucket, teller_service("bank"), provenance_grant(`module.ssf["teller"]`, values)])
+	}
+}
+
+test_provenance_grant_beyond_own_partitions_denied if {
+	every values in [
+		{"condition": [{"title": "t", "expression": teller_condition("provenance/", "accounts")}]}, # another SSF's
+		{"condition": [{"title": "t", "expression": teller_condition("provenance/", "tell")}]},
+		{"condition": [{"title": "t", "expression": `resource.name.startsWith("projects/_/buckets/bank-provenance-1/objects/provenance/")`}]},
+		{"condition": [{"title": "t", "expression": concat("", [teller_condition("provenance/", "teller"), " || true"])}]},
+		{"condition": [{"title": "t", "expression": teller_condition("provenance/*/", "teller")}]},
+		{"condition": []}, # the whole bucket
+		{"role": "roles/storage.objectViewer"}, # reading every SSF's records
+		{"role": "roles/storage.admin"},
+		{"member": "serviceAccount:bank-accounts@p.iam.gserviceaccount.com"}, # another identity
+		{"bucket": "other-provenance-1"},
+	] {
+		count(access.deny) > 0 with input as plans.plan([provenance_bucket, teller_service("bank"), provenance_grant(`module.ssf["teller"]`, values)])
+	}
+}
+
+test_provenance_grant_from_elsewhere_denied if {
+	# from a module with no SSF service, from another environment's SSF, from the bucket's own module
+	count(access.deny) > 0 with input as plans.plan([provenance_bucket, teller_service("bank"), provenance_grant("module.extra", {})])
+	count(access.deny) > 0 with input as plans.plan([provenance_bucket, teller_service("other"), provenance_grant(`module.ssf["teller"]`, {})])
+	count(access.deny) > 0 with input as plans.plan([provenance_bucket, teller_service("bank"), provenance_grant("module.environment", {"condition": []})])
+}

@@ -40,6 +40,7 @@ allowed_actions := {
 	"logs": {"logs:createlogstream", "logs:putlogevents"},
 	"lambda": {"lambda:invokefunction"},
 	"kms": {"kms:decrypt", "kms:generatedatakey"},
+	"s3": {"s3:putobject"},
 }
 
 service_of(action) := split(lower(action), ":")[0]
@@ -69,7 +70,7 @@ deny contains msg if {
 	s.Effect == "Allow"
 	some action in lib.as_list(object.get(s, "Action", []))
 	not allowed_action(action)
-	msg := sprintf("%s: the identity of SSF %s may not hold %s: not on the allow-list of an SSF's actions (its table, queues, logs, peers, key)", [p.address, p.owner, action])
+	msg := sprintf("%s: the identity of SSF %s may not hold %s: not on the allow-list of an SSF's actions (its table, queues, logs, peers, key, provenance)", [p.address, p.owner, action])
 }
 
 deny contains msg if {
@@ -127,6 +128,19 @@ owned("logs", resource, owner) if {
 	m := regex.find_all_string_submatch_n(`^arn:aws[a-z-]*:logs:[a-z0-9-]+:[0-9]+:log-group:/aws/lambda/([A-Za-z0-9_-]+):\*$`, resource, 1)
 	count(m) == 1
 	m[0][1] in {owner, concat("", [owner, "-intent-collector"]), concat("", [owner, "-garbage-collector"])}
+}
+
+# its own partitions of its environment's provenance bucket (<environment>-provenance...), one
+# resource per table: [PREFIX/]TABLE/ssf=<ssf>/* (adapters/provenance/blobsink). The owner is
+# <environment>-<ssf>, and an SSF's name has no hyphen, so the environment is what precedes the
+# last one. A pattern anywhere else (the table, the prefix) could reach another SSF's partition.
+owned("s3", resource, owner) if {
+	m := regex.find_all_string_submatch_n(`^arn:aws[a-z-]*:s3:::([a-z0-9][a-z0-9.-]*)/((?:[A-Za-z0-9._-]+/)*)(invocations|data_events|calls)/ssf=([A-Za-z0-9_]+)/\*$`, resource, 1)
+	count(m) == 1
+	ssf := m[0][4]
+	endswith(owner, concat("", ["-", ssf]))
+	environment := trim_suffix(owner, concat("", ["-", ssf]))
+	startswith(m[0][1], concat("", [environment, "-provenance"]))
 }
 
 # a named function (its peers'), never a pattern

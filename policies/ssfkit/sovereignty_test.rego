@@ -70,6 +70,48 @@ test_every_queue_denied if {
 	count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", every_queue)])
 }
 
+# Provenance: an SSF's identity may put objects in its own partitions of its environment's
+# provenance bucket, one resource per table, and nowhere else in it.
+provenance(resources) := array.concat(own, [{"Effect": "Allow", "Action": "s3:PutObject", "Resource": resources}])
+
+test_own_provenance_partitions_pass if {
+	every resources in [
+		[
+			"arn:aws:s3:::bank-provenance-1/provenance/invocations/ssf=accounts/*",
+			"arn:aws:s3:::bank-provenance-1/provenance/data_events/ssf=accounts/*",
+			"arn:aws:s3:::bank-provenance-1/provenance/calls/ssf=accounts/*",
+		],
+		["arn:aws:s3:::bank-provenance-1/calls/ssf=accounts/*"],
+		["arn:aws:s3:::bank-provenance-1/a/b/invocations/ssf=accounts/*"],
+	] {
+		count(sovereignty.deny) == 0 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", provenance(resources))])
+	}
+}
+
+test_provenance_beyond_own_partitions_denied if {
+	every resource in [
+		"arn:aws:s3:::bank-provenance-1/provenance/invocations/ssf=teller/*", # another SSF's
+		"arn:aws:s3:::bank-provenance-1/provenance/*/ssf=accounts/*", # reaches P/x/ssf=teller/ssf=accounts/...
+		"arn:aws:s3:::bank-provenance-1/provenance/invocations/ssf=accounts*", # ssf=accounts2
+		"arn:aws:s3:::bank-provenance-1/provenance/*", # every SSF's
+		"arn:aws:s3:::bank-provenance-1/*",
+		"arn:aws:s3:::bank-provenance-1",
+		"arn:aws:s3:::other-provenance-1/provenance/invocations/ssf=accounts/*", # another environment's
+		"arn:aws:s3:::bank-state/provenance/invocations/ssf=accounts/*", # not a provenance bucket
+		"arn:aws:s3:::bank-provenance-1/provenance/audit/ssf=accounts/*", # not a provenance table
+		"arn:aws:s3:::*/provenance/invocations/ssf=accounts/*",
+		"*",
+	] {
+		count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", provenance([resource]))])
+	}
+}
+
+test_provenance_only_puts if {
+	every action in ["s3:GetObject", "s3:ListBucket", "s3:DeleteObject", "s3:*", "s3:PutObjectAcl"] {
+		bad := array.concat(own, [{"Effect": "Allow", "Action": action, "Resource": "arn:aws:s3:::bank-provenance-1/provenance/invocations/ssf=accounts/*"}])
+		count(sovereignty.deny) > 0 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", bad)])
+	}
+}
 
 # Azure: each SSF's module grants its identity data roles on its own storage account.
 azure_account(ssf, name) := plans.in_module(sprintf("module.ssf[%q]", [ssf]), plans.create("azurerm_storage_account.this", "azurerm_storage_account", {"name": name}))

@@ -4,10 +4,12 @@ package terraform
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,8 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
+	_ "github.com/ssfkit/ssfkit/adapters/provenance/blobsink"
 	"github.com/ssfkit/ssfkit/adapters/queue"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -239,11 +245,45 @@ func listTables(t *testing.T, moto, prefix string) []string {
 	return names
 }
 
+func motoLambda(moto string) *awslambda.Client {
+	return awslambda.New(awslambda.Options{Region: testservers.MotoEnv["AWS_REGION"], BaseEndpoint: aws.String(moto),
+		Credentials: credentials.NewStaticCredentialsProvider(testservers.MotoEnv["AWS_ACCESS_KEY_ID"], testservers.MotoEnv["AWS_SECRET_ACCESS_KEY"], "")})
+}
+
+// provenanceFromModule opens the provenance sink the module configured function on (its
+// SSFKIT_PROVENANCE and SSFKIT_PROVENANCE_SINK), against moto.
+func provenanceFromModule(t *testing.T, moto, function string) (provenance.Capture, provenance.Sink) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := motoLambda(moto).GetFunctionConfiguration(ctx, &awslambda.GetFunctionConfigurationInput{FunctionName: aws.String(function)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]string
+	if out.Environment != nil {
+		env = out.Environment.Variables
+	}
+	capture, err := provenance.ParseCapture(env["SSFKIT_PROVENANCE"])
+	if err != nil || capture == provenance.CaptureOff || !strings.HasPrefix(env["SSFKIT_PROVENANCE_SINK"], "s3://bank-provenance-") {
+		t.Fatalf("function %s captures %q into %q (%v), want the environment's bucket", function, env["SSFKIT_PROVENANCE"], env["SSFKIT_PROVENANCE_SINK"], err)
+	}
+	sink, err := provenance.Open(ctx, env["SSFKIT_PROVENANCE_SINK"]+"&use_path_style=true&endpoint="+url.QueryEscape(moto))
+	if err != nil {
+		t.Fatalf("function %s's provenance sink: %v", function, err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	return capture, sink
+}
+
+// A clock that can be moved past T while it keeps running.
+type jumpClock struct{ offset atomic.Int64 }
+
+func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
 func disableEventSources(t *testing.T, moto, function string) {
 	t.Helper()
 	ctx := context.Background()
-	c := awslambda.New(awslambda.Options{Region: testservers.MotoEnv["AWS_REGION"], BaseEndpoint: aws.String(moto),
-		Credentials: credentials.NewStaticCredentialsProvider(testservers.MotoEnv["AWS_ACCESS_KEY_ID"], testservers.MotoEnv["AWS_SECRET_ACCESS_KEY"], "")})
+	c := motoLambda(moto)
 	// All mappings, matched by function ARN: moto ignores the FunctionName filter's short names.
 	out, err := c.ListEventSourceMappings(ctx, &awslambda.ListEventSourceMappingsInput{})
 	if err != nil {
@@ -262,6 +302,36 @@ func disableEventSources(t *testing.T, moto, function string) {
 	if disabled != 1 {
 		t.Fatalf("%d event source mappings for %s among %d, want its queue's", disabled, function, len(out.EventSourceMappings))
 	}
+}
+
+// provenanceObjects counts the objects of the environment's provenance bucket by
+// PREFIX/TABLE/ssf=NAME.
+func provenanceObjects(t *testing.T, moto string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	c := s3.New(s3.Options{Region: testservers.MotoEnv["AWS_REGION"], BaseEndpoint: aws.String(moto), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(testservers.MotoEnv["AWS_ACCESS_KEY_ID"], testservers.MotoEnv["AWS_SECRET_ACCESS_KEY"], "")})
+	buckets, err := c.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, b := range buckets.Buckets {
+		if !strings.HasPrefix(aws.ToString(b.Name), "bank-provenance-") {
+			continue
+		}
+		out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			parts := strings.Split(aws.ToString(o.Key), "/")
+			if len(parts) == 5 {
+				counts[strings.Join(parts[:3], "/")]++
+			}
+		}
+	}
+	return counts
 }
 
 // evaluatePolicies runs policies/ssfkit on a saved plan, as conftest would on its JSON.
@@ -285,6 +355,7 @@ func runBankOn(t *testing.T, moto string, ssfs map[string]deploy.SSF) {
 	h := local.NewHost()
 	defer h.Close()
 	runtimes := map[string]*ssf.Runtime{}
+	clock := &jumpClock{}
 	for name, handler := range bank.Handlers() {
 		c, ok := ssfs[name]
 		if !ok {
@@ -300,7 +371,9 @@ func runBankOn(t *testing.T, moto string, ssfs map[string]deploy.SSF) {
 		}
 		tbl := store.NewTable(d, c.Store)
 		defer tbl.Close()
-		rt, err := h.Add(ssf.Config{Name: name, Store: tbl, Handler: handler, RelaunchDelay: 2 * time.Second})
+		capture, sink := provenanceFromModule(t, moto, "bank-"+name)
+		rt, err := h.Add(ssf.Config{Name: name, Store: tbl, Handler: handler, RelaunchDelay: 2 * time.Second, Clock: clock,
+			Provenance: capture, ProvenanceSink: sink})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,6 +450,25 @@ func runBankOn(t *testing.T, moto string, ssfs map[string]deploy.SSF) {
 		gc, err := rt.CollectGarbage(ctx)
 		if err != nil || gc.Stamped == 0 {
 			t.Fatalf("%s: garbage collector: %+v %v, want finished instances stamped", name, gc, err)
+		}
+	}
+	// T later the collectors export every instance's provenance to the environment's bucket,
+	// each SSF into its own partitions, before they delete the logs.
+	clock.offset.Store(int64(time.Hour))
+	for name, rt := range runtimes {
+		gc, err := rt.CollectGarbage(ctx)
+		if err != nil || gc.Exported == 0 {
+			t.Fatalf("%s: garbage collector T later: %+v %v, want instances exported", name, gc, err)
+		}
+	}
+	objects := provenanceObjects(t, moto)
+	want := []string{"data_events/ssf=" + bank.Accounts, "calls/ssf=" + bank.Teller}
+	for name := range runtimes {
+		want = append(want, "invocations/ssf="+name)
+	}
+	for _, w := range want {
+		if objects["provenance/"+w] == 0 {
+			t.Errorf("nothing in provenance/%s of the provenance bucket: %v", w, objects)
 		}
 	}
 	stop()

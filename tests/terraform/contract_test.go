@@ -58,6 +58,8 @@ var commonVariables = map[string]contractVariable{
 	"deletion_protection":             {"bool", true},
 	"environment_variables":           {"map(string)", map[string]any{}},
 	"tags":                            {"map(string)", map[string]any{}},
+	"provenance":                      {"string", "off"},
+	"provenance_sink":                 {"string", "null"},
 }
 
 // cloudVariables are the variables only one cloud's ssf module has.
@@ -116,6 +118,25 @@ var (
 func TestCoordinationModuleContract(t *testing.T) {
 	checkContract(t, moduleContract{module: "coordination", variables: coordinationVariables, own: coordinationCloudVariables,
 		outputs: coordinationOutputs, object: "coord_config", keys: coordConfigKeys})
+}
+
+// TestEnvironmentProvenanceRetention checks that every cloud's environment module sets the
+// provenance retention the same way (docs/provenance.md): days, none by default.
+func TestEnvironmentProvenanceRetention(t *testing.T) {
+	root, err := testservers.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cloud := range clouds {
+		mod, diags := tfconfig.LoadModule(filepath.Join(root, "modules", cloud, "environment"))
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", cloud, diags.Err())
+		}
+		v, ok := mod.Variables["provenance_retention_days"]
+		if !ok || v.Type != "number" || fmt.Sprint(v.Default) != "0" {
+			t.Errorf("%s: the environment module's provenance_retention_days is %+v, want a number defaulting to 0", cloud, v)
+		}
+	}
 }
 
 func checkContract(t *testing.T, c moduleContract) {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/ssfkit/ssfkit/adapters/provenance"
 )
@@ -59,15 +60,27 @@ func open(ctx context.Context, u *provenance.URL) (provenance.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (a program that writes to %s:// buckets links its driver: _ \"gocloud.dev/blob/%s\")", err, u.Scheme, gocloudDriver[u.Scheme])
 	}
-	ok, err := b.IsAccessible(ctx)
-	if err == nil && !ok {
-		err = errors.New("no such bucket (the environment module creates it)")
-	}
-	if err != nil {
+	if err := checkBucket(ctx, b); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("bucket does not answer: %w", err)
+		return nil, err
 	}
 	return &Sink{bucket: b, prefix: prefix}, nil
+}
+
+// checkBucket fails the start on a bucket that does not exist or does not answer. The modules'
+// identities may only put objects in their own partitions (no listing, no reading), so a refusal
+// to list is the answer of a bucket that exists: the first export proves the write.
+func checkBucket(ctx context.Context, b *blob.Bucket) error {
+	ok, err := b.IsAccessible(ctx)
+	switch {
+	case err == nil && !ok:
+		return errors.New("no such bucket (the environment module creates it)")
+	case gcerrors.Code(err) == gcerrors.PermissionDenied:
+		return nil
+	case err != nil:
+		return fmt.Errorf("bucket does not answer: %w", err)
+	}
+	return nil
 }
 
 // InvocationRow is a row of the invocations table.

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,5 +165,57 @@ func TestExportToS3(t *testing.T) {
 	}
 	if len(rows) != 2 || rows[1].InstanceID != "b" || rows[1].CallerID == nil || *rows[1].CallerID != "a" || rows[0].WorkflowID == nil || *rows[0].WorkflowID != "checkout-7" {
 		t.Fatalf("rows: %+v", rows)
+	}
+}
+
+// TestExportWithAWriteOnlyIdentity: the modules let an SSF's identity put objects in its own
+// partitions and nothing else, so listing the bucket is refused (403). The sink must start on
+// such a bucket, export through it, and still refuse a bucket that does not exist. The identity
+// is a gate in front of moto that, like IAM with the ssf module's policy, passes object PUTs
+// and refuses everything else.
+func TestExportWithAWriteOnlyIdentity(t *testing.T) {
+	ctx := context.Background()
+	bucket := "provenance-wo-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	u, create := testservers.MotoS3(t, bucket)
+	create()
+	moto, err := url.Parse(testservers.Moto.Addr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(moto)
+	var puts atomic.Int64
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.Count(strings.TrimPrefix(r.URL.Path, "/"), "/") >= 1 {
+			puts.Add(1)
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		if !strings.HasPrefix(r.URL.Path, "/"+bucket) {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>`)
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+	}))
+	defer gate.Close()
+	gated := func(b string) string {
+		return "s3://" + b + "?region=us-east-1&use_path_style=true&endpoint=" + url.QueryEscape(gate.URL) + "&prefix=env1/provenance"
+	}
+	if _, err := provenance.Open(ctx, gated("no-such-"+bucket)); err == nil || !strings.Contains(err.Error(), "no such bucket") {
+		t.Fatalf("a write-only sink on a bucket that does not exist: %v", err)
+	}
+	export(t, gated(bucket))
+	if puts.Load() == 0 {
+		t.Fatal("the export put no object through the gate")
+	}
+	raw, err := blob.OpenBucket(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if ok, err := raw.Exists(ctx, "env1/provenance/invocations/ssf=orders/dt=2026-11-26/b1.parquet"); err != nil || !ok {
+		t.Fatalf("the exported object is not in the bucket: %v %v", ok, err)
 	}
 }

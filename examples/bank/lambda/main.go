@@ -3,7 +3,10 @@
 package main
 
 import (
+	_ "gocloud.dev/blob/s3blob"
+
 	"github.com/ssfkit/ssfkit/adapters/host/lambdahost"
+	_ "github.com/ssfkit/ssfkit/adapters/provenance/blobsink"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/sqsqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/dynamostore"
 	"github.com/ssfkit/ssfkit/examples/bank"

@@ -3,7 +3,10 @@
 package main
 
 import (
+	_ "gocloud.dev/blob/azureblob"
+
 	"github.com/ssfkit/ssfkit/adapters/host/httphost"
+	_ "github.com/ssfkit/ssfkit/adapters/provenance/blobsink"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/azurequeue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/aztablestore"
 	"github.com/ssfkit/ssfkit/examples/travel"

@@ -3,7 +3,10 @@
 package main
 
 import (
+	_ "gocloud.dev/blob/gcsblob"
+
 	"github.com/ssfkit/ssfkit/adapters/host/httphost"
+	_ "github.com/ssfkit/ssfkit/adapters/provenance/blobsink"
 	_ "github.com/ssfkit/ssfkit/adapters/queue/pubsubqueue"
 	_ "github.com/ssfkit/ssfkit/adapters/store/bigtablestore"
 	_ "github.com/ssfkit/ssfkit/adapters/store/firestorestore"

@@ -22,3 +22,8 @@ output "region" {
   description = "The region the environment lives in."
   value       = data.aws_region.current.name
 }
+
+output "provenance_sink" {
+  description = "The provenance bucket's sink URL (null with provenance_retention_days = 0): pass it to each SSF module as provenance_sink."
+  value       = local.provenance ? "s3://${aws_s3_bucket.provenance[0].bucket}?region=${data.aws_region.current.name}&prefix=${local.provenance_prefix}" : null
+}

@@ -30,3 +30,20 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "provenance_retention_days" {
+  description = "Keep the SSFs' provenance (docs/provenance.md) this many days in a bucket the environment creates, independent of the garbage collector's bound. 0: no bucket; SSFs that capture provenance then need a sink of their own."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.provenance_retention_days >= 0 && floor(var.provenance_retention_days) == var.provenance_retention_days
+    error_message = "provenance_retention_days must be a whole number of days, 0 for no provenance bucket."
+  }
+}
+
+variable "deletion_protection" {
+  description = "Refuse to destroy the provenance bucket while it holds records (false: a destroy empties it)."
+  type        = bool
+  default     = true
+}

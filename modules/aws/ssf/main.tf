@@ -27,6 +27,16 @@ locals {
   # How the SSF's policy names the key: decided on known values only (the key's ARN may not be).
   key_reference = var.encryption_key_alias != null ? "alias" : (var.encryption_key != null ? "arn" : "none")
 
+  # Provenance: the garbage collector puts one object per table and batch under
+  # PREFIX/TABLE/ssf=NAME/ (adapters/provenance/blobsink); the identity reaches those three
+  # partitions of the bucket and nothing else in it.
+  provenance        = var.provenance != "off"
+  provenance_bucket = local.provenance ? regex("^s3://([^?]+)", var.provenance_sink)[0] : null
+  provenance_prefix = local.provenance ? trim(try(regex("[?&]prefix=([^&]*)", var.provenance_sink)[0], ""), "/") : ""
+  provenance_objects = local.provenance ? [for table in ["invocations", "data_events", "calls"] :
+    "${local.arn}:s3:::${local.provenance_bucket}/${local.provenance_prefix == "" ? "" : "${local.provenance_prefix}/"}${table}/ssf=${var.name}/*"
+  ] : []
+
   # The runtime's configuration, the same for the SSF and its collectors. The lifetime leaves
   # the function a second to report before Lambda kills it.
   runtime_environment = {
@@ -210,6 +220,17 @@ data "aws_iam_policy_document" "this" {
     resources = local.log_group_arns
   }
 
+  # Its garbage collector exports provenance: putting (and overwriting, for a batch exported
+  # again) objects in its own partitions, no reading, no listing.
+  dynamic "statement" {
+    for_each = local.provenance ? [1] : []
+    content {
+      sid       = "OwnProvenance"
+      actions   = ["s3:PutObject"]
+      resources = local.provenance_objects
+    }
+  }
+
   dynamic "statement" {
     for_each = length(var.peers) > 0 ? [1] : []
     content {
@@ -261,7 +282,7 @@ resource "aws_lambda_function" "this" {
 
   # URLs and settings, no secrets: Lambda's own key encrypts them at rest.
   environment {
-    variables = merge(var.environment_variables, local.runtime_environment)
+    variables = merge(var.environment_variables, local.runtime_environment, local.provenance ? { SSFKIT_PROVENANCE = var.provenance, SSFKIT_PROVENANCE_SINK = var.provenance_sink } : {})
   }
 
   tags       = var.tags

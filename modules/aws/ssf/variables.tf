@@ -218,3 +218,30 @@ variable "max_attempts" {
     error_message = "max_attempts must be a whole number from 1 to 1000."
   }
 }
+
+variable "provenance" {
+  description = "What the SSF records for provenance (docs/provenance.md): off, metadata (instances, calls, the items and versions each step read and wrote, digests) or full (the values too). Its garbage collector exports the records to provenance_sink."
+  type        = string
+  default     = "off"
+
+  validation {
+    condition     = contains(["off", "metadata", "full"], var.provenance)
+    error_message = "provenance must be off, metadata or full."
+  }
+
+  validation {
+    condition     = var.provenance == "off" || var.provenance_sink != null
+    error_message = "provenance = metadata or full needs provenance_sink: the environment module's provenance_sink output (set its provenance_retention_days)."
+  }
+}
+
+variable "provenance_sink" {
+  description = "Where the garbage collector exports provenance: an s3://BUCKET?region=R&prefix=P URL, the environment module's provenance_sink output. The SSF's identity may put objects only in its own partitions (P/TABLE/ssf=NAME/)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.provenance_sink == null || can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\\?([A-Za-z_]+=[A-Za-z0-9._/-]*)(&[A-Za-z_]+=[A-Za-z0-9._/-]*)*)?$", var.provenance_sink))
+    error_message = "provenance_sink must be an s3://BUCKET?region=R&prefix=P URL (the environment module's provenance_sink output)."
+  }
+}

@@ -17,6 +17,8 @@ output "context" {
     # Built from the role's GUID, which the plan knows (the resource's own attribute is known
     # only after apply), so the peers' role assignments can be checked before apply.
     peer_invoker_role_definition_id = "/subscriptions/${data.azurerm_client_config.current.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/${azurerm_role_definition.peer_invoker.role_definition_id}"
+    # Each SSF keeps its provenance in its own storage account, this long.
+    provenance_retention_days = var.provenance_retention_days
   }
 
   # An SSF's storage account checks at creation that its identity may use the key.

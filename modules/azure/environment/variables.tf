@@ -60,3 +60,14 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "provenance_retention_days" {
+  description = "Keep the SSFs' provenance (docs/provenance.md) this many days, independent of the garbage collector's bound: each SSF that captures it keeps it in a container of its own storage account, which deletes objects this long after they were written. 0: SSFs capture provenance only into a sink of their own."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.provenance_retention_days >= 0 && floor(var.provenance_retention_days) == var.provenance_retention_days
+    error_message = "provenance_retention_days must be a whole number of days, 0 for none."
+  }
+}

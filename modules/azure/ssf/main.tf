@@ -130,7 +130,17 @@ locals {
     AzureFunctionsJobHost__extensions__queues__maxDequeueCount   = tostring(var.max_receive_count)
     AzureFunctionsJobHost__extensions__queues__visibilityTimeout = format("00:00:%02d", local.queue_retry_delay_seconds)
   }
-  app_settings = merge(var.environment_variables, local.runtime_settings)
+  app_settings = merge(var.environment_variables, local.runtime_settings, local.provenance ? {
+    SSFKIT_PROVENANCE      = var.provenance
+    SSFKIT_PROVENANCE_SINK = local.provenance_sink
+  } : {})
+
+  # Provenance: by default in a container of the SSF's own storage account (its identity already
+  # owns the account's blobs, and no other SSF reaches them), kept as long as the environment
+  # says (provenance_retention_days); a sink of the user's own otherwise.
+  provenance      = var.provenance != "off"
+  provenance_own  = local.provenance && var.provenance_sink == null
+  provenance_sink = local.provenance_own ? "azblob://${azurerm_storage_container.provenance[0].name}?storage_account=${local.account_name}&prefix=provenance" : var.provenance_sink
 }
 
 # The SSF's storage: its table, its queues and its function app's host storage, reachable with
@@ -224,6 +234,43 @@ resource "azurerm_storage_container" "deployment" {
   name                  = "deployment"
   storage_account_id    = azurerm_storage_account.this.id
   container_access_type = "private"
+}
+
+# Provenance, when the SSF keeps its own: the garbage collector's Parquet objects (query them
+# with Synapse serverless SQL), deleted provenance_retention_days after they were written.
+resource "azurerm_storage_container" "provenance" {
+  count                 = local.provenance_own ? 1 : 0
+  name                  = "provenance"
+  storage_account_id    = azurerm_storage_account.this.id
+  container_access_type = "private"
+
+  lifecycle {
+    precondition {
+      condition     = var.environment.provenance_retention_days > 0
+      error_message = "provenance = ${var.provenance} keeps records in the SSF's own account for the environment's provenance_retention_days: set it on the environment module (or give provenance_sink)."
+    }
+  }
+}
+
+resource "azurerm_storage_management_policy" "provenance" {
+  count              = local.provenance_own ? 1 : 0
+  storage_account_id = azurerm_storage_account.this.id
+
+  rule {
+    name    = "provenance-retention"
+    enabled = true
+
+    filters {
+      blob_types   = ["blockBlob"]
+      prefix_match = ["${azurerm_storage_container.provenance[0].name}/provenance/"]
+    }
+
+    actions {
+      base_blob {
+        delete_after_days_since_modification_greater_than = var.environment.provenance_retention_days
+      }
+    }
+  }
 }
 
 # Deletion protection: the lock refuses the deletion of the account and of everything in it

@@ -23,6 +23,7 @@ variable "environment" {
       client_id    = string
     }))
     peer_invoker_role_definition_id = string
+    provenance_retention_days       = optional(number, 0)
   })
 
   validation {
@@ -231,5 +232,31 @@ variable "max_attempts" {
   validation {
     condition     = var.max_attempts >= 1 && var.max_attempts <= 1000 && floor(var.max_attempts) == var.max_attempts
     error_message = "max_attempts must be a whole number from 1 to 1000."
+  }
+}
+variable "provenance" {
+  description = "What the SSF records for provenance (docs/provenance.md): off, metadata (instances, calls, the items and versions each step read and wrote, digests) or full (the values too). Its garbage collector exports the records to provenance_sink."
+  type        = string
+  default     = "off"
+
+  validation {
+    condition     = contains(["off", "metadata", "full"], var.provenance)
+    error_message = "provenance must be off, metadata or full."
+  }
+
+  validation {
+    condition     = var.provenance == "off" || var.provenance_sink != null || var.environment.provenance_retention_days > 0
+    error_message = "provenance = metadata or full keeps records in the SSF's own storage account for the environment's provenance_retention_days: set it on the environment module, or give provenance_sink."
+  }
+}
+
+variable "provenance_sink" {
+  description = "Where the garbage collector exports provenance: null (the default) for the provenance container of the SSF's own storage account, kept for the environment's provenance_retention_days; or an azblob://CONTAINER?storage_account=A&prefix=P URL of a sink the SSF's identity may write (granted outside this module)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.provenance_sink == null || can(regex("^azblob://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](\\?([A-Za-z_]+=[A-Za-z0-9._/-]*)(&[A-Za-z_]+=[A-Za-z0-9._/-]*)*)?$", var.provenance_sink))
+    error_message = "provenance_sink must be an azblob://CONTAINER?storage_account=A&prefix=P URL, or null for the SSF's own account."
   }
 }

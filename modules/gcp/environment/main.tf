@@ -69,7 +69,13 @@ locals {
     pubsub    = "serviceAccount:service-${local.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
     }, var.bigtable == null ? {} : {
     bigtable = "serviceAccount:service-${local.project_number}@gcp-sa-bigtable.iam.gserviceaccount.com"
-  })
+    }, local.provenance ? {
+    storage = "serviceAccount:service-${local.project_number}@gs-project-accounts.iam.gserviceaccount.com"
+  } : {})
+
+  provenance        = var.provenance_retention_days > 0
+  provenance_bucket = "${var.name}-provenance-${local.project_number}"
+  provenance_prefix = "provenance"
 
   # Cluster IDs take 6 to 30 characters.
   bigtable_cluster = "${substr("${var.name}-state", 0, 27)}-c1"
@@ -152,6 +158,42 @@ resource "google_bigtable_instance" "state" {
     precondition {
       condition     = startswith(var.bigtable.zone, "${var.region}-")
       error_message = "bigtable.zone ${var.bigtable.zone} is not in the environment's region ${var.region}."
+    }
+  }
+
+  depends_on = [google_kms_crypto_key_iam_member.service_agents]
+}
+
+# --- Provenance --------------------------------------------------------------------------------
+
+# The SSFs' garbage collectors export provenance here as Parquet objects (one per table and
+# batch, partitioned by SSF and day: query them with BigQuery external tables). Private,
+# encrypted with the environment's key, kept provenance_retention_days by a lifecycle rule. Each
+# SSF module grants its identity its own partitions only (an IAM condition on object names).
+resource "google_storage_bucket" "provenance" {
+  count                       = local.provenance ? 1 : 0
+  project                     = var.project
+  name                        = local.provenance_bucket
+  location                    = var.region
+  storage_class               = "STANDARD"
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = !var.deletion_protection
+  labels                      = merge(local.tags, { "ssfkit-provenance" = "true" })
+
+  dynamic "encryption" {
+    for_each = var.encryption_key == null ? [] : [var.encryption_key]
+    content {
+      default_kms_key_name = encryption.value
+    }
+  }
+
+  lifecycle_rule {
+    condition {
+      age = var.provenance_retention_days
+    }
+    action {
+      type = "Delete"
     }
   }
 

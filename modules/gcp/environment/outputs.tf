@@ -51,3 +51,8 @@ output "services" {
   description = "Each SSF's Cloud Run service: SSF name to its service name and deterministic URL (what peers and `ssfkit invoke` call)."
   value       = local.services
 }
+
+output "provenance_sink" {
+  description = "The provenance bucket's sink URL (null with provenance_retention_days = 0): pass it to each SSF module as provenance_sink."
+  value       = local.provenance ? "gs://${google_storage_bucket.provenance[0].name}?prefix=${local.provenance_prefix}" : null
+}

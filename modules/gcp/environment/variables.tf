@@ -115,7 +115,18 @@ variable "bigtable" {
 }
 
 variable "deletion_protection" {
-  description = "Refuse to destroy the Bigtable instance (when `bigtable` is set), which holds the state of the SSFs on it. Turn off only for throwaway environments."
+  description = "Refuse to destroy the Bigtable instance (when `bigtable` is set), which holds the state of the SSFs on it, and the provenance bucket while it holds records. Turn off only for throwaway environments."
   type        = bool
   default     = true
+}
+
+variable "provenance_retention_days" {
+  description = "Keep the SSFs' provenance (docs/provenance.md) this many days in a bucket the environment creates, independent of the garbage collector's bound. 0: no bucket; SSFs that capture provenance then need a sink of their own."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.provenance_retention_days >= 0 && floor(var.provenance_retention_days) == var.provenance_retention_days
+    error_message = "provenance_retention_days must be a whole number of days, 0 for no provenance bucket."
+  }
 }

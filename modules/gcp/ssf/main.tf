@@ -64,6 +64,16 @@ locals {
     SSFKIT_SCHEDULER_CALLER = local.env.scheduler.email
   }
 
+  # Provenance: the garbage collector puts one object per table and batch under
+  # PREFIX/TABLE/ssf=NAME/ (adapters/provenance/blobsink); the identity's grant on the bucket is
+  # confined to those three partitions by a condition on object names.
+  provenance        = var.provenance != "off"
+  provenance_bucket = local.provenance ? regex("^gs://([^?]+)", var.provenance_sink)[0] : null
+  provenance_prefix = local.provenance ? trim(try(regex("[?&]prefix=([^&]*)", var.provenance_sink)[0], ""), "/") : ""
+  provenance_condition = local.provenance ? join(" || ", [for table in ["invocations", "data_events", "calls"] :
+    "resource.name.startsWith(\"projects/_/buckets/${local.provenance_bucket}/objects/${local.provenance_prefix == "" ? "" : "${local.provenance_prefix}/"}${table}/ssf=${var.name}/\")"
+  ]) : null
+
   # Cloud Run's CPU follows memory: 1 CPU allows up to 4 GiB, 2 up to 8, 4 up to 16, 8 up to 32.
   cpu = var.memory_mb <= 4096 ? "1" : var.memory_mb <= 8192 ? "2" : var.memory_mb <= 16384 ? "4" : "8"
 
@@ -283,7 +293,7 @@ resource "google_cloud_run_v2_service" "this" {
 
       # URLs and settings, no secrets.
       dynamic "env" {
-        for_each = merge(var.environment_variables, local.runtime_environment)
+        for_each = merge(var.environment_variables, local.runtime_environment, local.provenance ? { SSFKIT_PROVENANCE = var.provenance, SSFKIT_PROVENANCE_SINK = var.provenance_sink } : {})
         content {
           name  = env.key
           value = env.value
@@ -367,6 +377,21 @@ resource "google_bigtable_table_iam_member" "state" {
   table         = google_bigtable_table.state[0].name
   role          = "roles/bigtable.user"
   member        = local.identity.member
+}
+
+# Its provenance: objects in its own partitions of the environment's bucket (create, and replace
+# for a batch exported again), nothing else there: no listing, no other SSF's objects.
+resource "google_storage_bucket_iam_member" "provenance" {
+  count  = local.provenance ? 1 : 0
+  bucket = local.provenance_bucket
+  role   = "roles/storage.objectUser"
+  member = local.identity.member
+
+  condition {
+    title       = "ssfkit-provenance-${lower(replace(var.name, "_", "-"))}"
+    description = "SSF ${var.name} writes its own provenance partitions only."
+    expression  = local.provenance_condition
+  }
 }
 
 # Its own queue: publish (spawns, relaunches) and consume.

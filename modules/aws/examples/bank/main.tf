@@ -16,6 +16,9 @@ module "environment" {
   source                   = "../../environment"
   name                     = var.name
   key_deletion_window_days = var.throwaway ? 7 : 30
+  # The SSFs' provenance (docs/provenance.md), queried with Athena or `ssfkit trace`.
+  provenance_retention_days = var.provenance == "off" ? 0 : 30
+  deletion_protection       = !var.throwaway
 }
 
 module "ssf" {
@@ -30,5 +33,7 @@ module "ssf" {
   encryption_key_alias = module.environment.encryption_key_alias
   tags                 = module.environment.tags
   deletion_protection  = !var.throwaway
+  provenance           = var.provenance
+  provenance_sink      = module.environment.provenance_sink
 }
 

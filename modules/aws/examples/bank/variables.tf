@@ -14,3 +14,9 @@ variable "throwaway" {
   type        = bool
   default     = false
 }
+
+variable "provenance" {
+  description = "What the SSFs record for provenance (off, metadata, full), kept 30 days in the environment's bucket."
+  type        = string
+  default     = "metadata"
+}

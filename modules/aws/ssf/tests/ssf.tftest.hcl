@@ -201,3 +201,71 @@ run "rejects_max_attempts_below_one" {
 
   expect_failures = [var.max_attempts]
 }
+
+run "rejects_provenance_without_a_sink" {
+  command = plan
+
+  variables {
+    provenance = "metadata"
+  }
+
+  expect_failures = [var.provenance]
+}
+
+run "rejects_a_provenance_sink_of_another_cloud" {
+  command = plan
+
+  variables {
+    provenance      = "full"
+    provenance_sink = "gs://tftest-provenance?prefix=provenance"
+  }
+
+  expect_failures = [var.provenance_sink]
+}
+
+# Provenance: the settings reach every function, and the identity may put objects in this SSF's
+# three partitions of the bucket, nothing more.
+run "grants_its_own_provenance_partitions" {
+  command = plan
+
+  variables {
+    provenance      = "metadata"
+    provenance_sink = "s3://tftest-provenance-123456789012?region=us-east-1&prefix=provenance"
+  }
+
+  assert {
+    condition = alltrue([for f in aws_lambda_function.this :
+      f.environment[0].variables.SSFKIT_PROVENANCE == "metadata" &&
+    f.environment[0].variables.SSFKIT_PROVENANCE_SINK == "s3://tftest-provenance-123456789012?region=us-east-1&prefix=provenance"])
+    error_message = "every function must get SSFKIT_PROVENANCE and SSFKIT_PROVENANCE_SINK"
+  }
+
+  assert {
+    condition = [for s in jsondecode(data.aws_iam_policy_document.this.json).Statement : s if try(s.Sid, "") == "OwnProvenance"][0] == {
+      Sid    = "OwnProvenance"
+      Effect = "Allow"
+      Action = "s3:PutObject"
+      Resource = [
+        "arn:aws:s3:::tftest-provenance-123456789012/provenance/invocations/ssf=counter/*",
+        "arn:aws:s3:::tftest-provenance-123456789012/provenance/data_events/ssf=counter/*",
+        "arn:aws:s3:::tftest-provenance-123456789012/provenance/calls/ssf=counter/*",
+      ]
+    }
+    error_message = "the provenance grant is ${jsonencode([for s in jsondecode(data.aws_iam_policy_document.this.json).Statement : s if try(s.Sid, "") == "OwnProvenance"])}"
+  }
+}
+
+run "captures_no_provenance_by_default" {
+  command = plan
+
+  assert {
+    condition = alltrue([for f in aws_lambda_function.this :
+    !contains(keys(f.environment[0].variables), "SSFKIT_PROVENANCE") && !contains(keys(f.environment[0].variables), "SSFKIT_PROVENANCE_SINK")])
+    error_message = "provenance is off by default, with no sink"
+  }
+
+  assert {
+    condition     = length([for s in jsondecode(data.aws_iam_policy_document.this.json).Statement : s if try(s.Sid, "") == "OwnProvenance"]) == 0
+    error_message = "no provenance grant without provenance"
+  }
+}

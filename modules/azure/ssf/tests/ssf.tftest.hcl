@@ -570,3 +570,40 @@ run "rejects_max_attempts_below_one" {
 
   expect_failures = [var.max_attempts]
 }
+
+run "rejects_provenance_without_retention_or_sink" {
+  command = plan
+
+  variables {
+    provenance = "metadata"
+  }
+
+  expect_failures = [var.provenance]
+}
+
+# Provenance in the SSF's own account: a private container whose objects the account deletes
+# after the environment's retention, and the settings that point the runtime at it.
+run "keeps_provenance_in_its_own_account" {
+  command = plan
+
+  variables {
+    provenance  = "metadata"
+    environment = merge(var.environment, { provenance_retention_days = 14 })
+  }
+
+  assert {
+    condition     = azurerm_storage_container.provenance[0].name == "provenance" && azurerm_storage_container.provenance[0].container_access_type == "private"
+    error_message = "the provenance container must be private"
+  }
+
+  assert {
+    condition = (azurerm_storage_management_policy.provenance[0].rule[0].actions[0].base_blob[0].delete_after_days_since_modification_greater_than == 14 &&
+    azurerm_storage_management_policy.provenance[0].rule[0].filters[0].prefix_match == toset(["provenance/provenance/"]))
+    error_message = "the provenance container's objects must be deleted after the environment's retention"
+  }
+
+  assert {
+    condition     = local.app_settings.SSFKIT_PROVENANCE == "metadata" && local.app_settings.SSFKIT_PROVENANCE_SINK == "azblob://provenance?storage_account=${local.account_name}&prefix=provenance"
+    error_message = "the app settings are ${jsonencode(local.app_settings)}"
+  }
+}

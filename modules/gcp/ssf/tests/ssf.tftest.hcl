@@ -647,3 +647,65 @@ run "rejects_max_attempts_below_one" {
 
   expect_failures = [var.max_attempts]
 }
+
+run "environment_with_provenance" {
+  module {
+    source = "../environment"
+  }
+
+  variables {
+    name                      = "tftest"
+    project                   = "tftest-project"
+    region                    = "europe-west1"
+    ssfs                      = ["counter", "caller", "other"]
+    project_number            = "123456789012"
+    provenance_retention_days = 30
+  }
+
+  assert {
+    condition     = output.provenance_sink == "gs://tftest-provenance-123456789012?prefix=provenance"
+    error_message = "the provenance sink is ${output.provenance_sink}"
+  }
+
+  assert {
+    condition     = one([for r in google_storage_bucket.provenance[0].lifecycle_rule : one(r.condition).age]) == 30 && google_storage_bucket.provenance[0].public_access_prevention == "enforced" && google_storage_bucket.provenance[0].uniform_bucket_level_access
+    error_message = "the provenance bucket must be private and keep objects 30 days"
+  }
+}
+
+run "rejects_provenance_without_a_sink" {
+  command = plan
+
+  variables {
+    environment = run.environment.context
+    provenance  = "metadata"
+  }
+
+  expect_failures = [var.provenance]
+}
+
+# Provenance: the settings reach the service, and the identity's grant on the bucket is confined
+# to this SSF's three partitions by its condition.
+run "grants_its_own_provenance_partitions" {
+  command = plan
+
+  variables {
+    environment     = run.environment_with_provenance.context
+    provenance      = "full"
+    provenance_sink = run.environment_with_provenance.provenance_sink
+  }
+
+  assert {
+    condition = length(setintersection([for e in google_cloud_run_v2_service.this.template[0].containers[0].env : "${e.name}=${e.value}"],
+    ["SSFKIT_PROVENANCE=full", "SSFKIT_PROVENANCE_SINK=gs://tftest-provenance-123456789012?prefix=provenance"])) == 2
+    error_message = "the service must get SSFKIT_PROVENANCE and SSFKIT_PROVENANCE_SINK"
+  }
+
+  assert {
+    condition = (google_storage_bucket_iam_member.provenance[0].bucket == "tftest-provenance-123456789012" &&
+      google_storage_bucket_iam_member.provenance[0].role == "roles/storage.objectUser" &&
+      google_storage_bucket_iam_member.provenance[0].member == "serviceAccount:tftest-counter@tftest-project.iam.gserviceaccount.com" &&
+    google_storage_bucket_iam_member.provenance[0].condition[0].expression == "resource.name.startsWith(\"projects/_/buckets/tftest-provenance-123456789012/objects/provenance/invocations/ssf=counter/\") || resource.name.startsWith(\"projects/_/buckets/tftest-provenance-123456789012/objects/provenance/data_events/ssf=counter/\") || resource.name.startsWith(\"projects/_/buckets/tftest-provenance-123456789012/objects/provenance/calls/ssf=counter/\")")
+    error_message = "the provenance grant is ${jsonencode(google_storage_bucket_iam_member.provenance)}"
+  }
+}

@@ -18,6 +18,9 @@ module "ssf" {
   environment         = "corpus"
   artifact            = var.artifact
   deletion_protection = false
+  # Provenance to the environment's bucket: the kit's grant of its own partitions is checked too.
+  provenance      = "metadata"
+  provenance_sink = "s3://corpus-provenance-123456789012?region=us-east-1&prefix=provenance"
 }
 
 locals {

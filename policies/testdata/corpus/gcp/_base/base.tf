@@ -23,6 +23,8 @@ module "environment" {
   ssfs                = ["a"]
   project_number      = "123456789012"
   deletion_protection = false
+  # The environment's provenance bucket, and the SSF's grant of its own partitions in it.
+  provenance_retention_days = 30
 }
 
 module "ssf" {
@@ -32,4 +34,6 @@ module "ssf" {
   peers               = []
   artifact            = "europe-west1-docker.pkg.dev/ssfkit-corpus/ssfkit/a@sha256:0000000000000000000000000000000000000000000000000000000000000000"
   deletion_protection = false
+  provenance          = "metadata"
+  provenance_sink     = module.environment.provenance_sink
 }
