@@ -94,6 +94,9 @@ func asList(v any) []any {
 
 var iamMutations = []mutation{
 	{"an action's case", false, func(r *rand.Rand, s map[string]any) {
+		if s["Action"] == nil { // moved to NotAction by an earlier mutation
+			return
+		}
 		actions := asList(s["Action"])
 		for i, a := range actions {
 			actions[i] = randomCase(r, a.(string))
@@ -114,7 +117,8 @@ var iamMutations = []mutation{
 		s["Resource"] = append(asList(s["Resource"]), pick(r, "*", "arn:aws:dynamodb:*:*:table/*", "arn:aws:sqs:us-east-1:123456789012:*", "arn:aws:dynamodb:us-east-1:123456789012:table/corpus-*", "arn:aws:lambda:us-east-1:123456789012:function:*"))
 	}},
 	{"another SSF's resource", true, func(r *rand.Rand, s map[string]any) {
-		s["Resource"] = append(asList(s["Resource"]), pick(r, "arn:aws:dynamodb:us-east-1:123456789012:table/corpus-b", "arn:aws:sqs:us-east-1:123456789012:corpus-b", "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/corpus-b:*"))
+		s["Resource"] = append(asList(s["Resource"]), pick(r, "arn:aws:dynamodb:us-east-1:123456789012:table/corpus-b", "arn:aws:sqs:us-east-1:123456789012:corpus-b", "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/corpus-b:*",
+			"arn:aws:s3:::corpus-provenance-123456789012/provenance/calls/ssf=b/*", "arn:aws:s3:::corpus-provenance-123456789012/provenance/*/ssf=a/*"))
 	}},
 	{"an Effect IAM would not read as Deny", true, func(r *rand.Rand, s map[string]any) {
 		s["Effect"] = pick(r, "allow", "ALLOW", " Allow", "Allow ")
@@ -197,6 +201,43 @@ func TestMutatedGCPConditions(t *testing.T) {
 	after(t, plan, address)["condition"] = []any{}
 	if v := evaluate(t, plan); len(v.Deny) == 0 {
 		t.Errorf("no condition: not denied")
+	}
+}
+
+// The provenance grant's condition in the GCP example's real plan, rewritten: anything but the
+// module's exact form (the SSF's own three partitions) is denied, and so is a grant without it.
+func TestMutatedGCPProvenanceConditions(t *testing.T) {
+	base := basePlan(t, "gcp")
+	address := `module.ssf.google_storage_bucket_iam_member.provenance[0]`
+	values := after(t, base, address)
+	own := values["condition"].([]any)[0].(map[string]any)["expression"].(string)
+	first, _, _ := strings.Cut(own, " || ")
+	for _, expr := range []string{
+		own + " || true",
+		"true || " + own,
+		"!(" + own + ")",
+		"(" + own + ")",
+		own + " ",
+		first,
+		strings.ReplaceAll(own, "ssf=a/", "ssf=b/"),
+		strings.ReplaceAll(own, "ssf=a/", "ssf=a"),
+		strings.ReplaceAll(own, "/calls/", "/other/"),
+		strings.ReplaceAll(own, "startsWith", "endsWith"),
+		strings.ReplaceAll(own, "corpus-provenance-123456789012", "corpus-provenance-1"),
+		`resource.name.startsWith("projects/_/buckets/corpus-provenance-123456789012/objects/")`,
+		"",
+	} {
+		plan := clone(t, base)
+		after(t, plan, address)["condition"].([]any)[0].(map[string]any)["expression"] = expr
+		v := evaluate(t, plan)
+		if !slices.ContainsFunc(v.Deny, func(d string) bool { return strings.Contains(d, address) }) {
+			t.Errorf("condition %q: not denied (%v)", expr, v.Deny)
+		}
+	}
+	plan := clone(t, base)
+	after(t, plan, address)["condition"] = []any{}
+	if v := evaluate(t, plan); !slices.ContainsFunc(v.Deny, func(d string) bool { return strings.Contains(d, address) }) {
+		t.Errorf("no condition: not denied (%v)", v.Deny)
 	}
 }
 

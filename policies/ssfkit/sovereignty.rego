@@ -64,6 +64,19 @@ deny contains msg if {
 	msg := sprintf("%s: a statement of SSF %s's policy allows with %s, which grants everything it does not name; list what the SSF may do", [p.address, p.owner, key])
 }
 
+# A statement must name what it allows and on what: one with neither Action nor NotAction, or
+# neither Resource nor NotResource, cannot be read (IAM refuses it; a rule that passed it would
+# pass whatever IAM made of it).
+deny contains msg if {
+	some p in ssf_policies
+	some s in statements(p.values.policy)
+	s.Effect == "Allow"
+	some key in ["Action", "Resource"]
+	object.get(s, key, null) == null
+	object.get(s, concat("", ["Not", key]), null) == null
+	msg := sprintf("%s: a statement of SSF %s's policy names no %s (nor Not%s)", [p.address, p.owner, key, key])
+}
+
 deny contains msg if {
 	some p in ssf_policies
 	some s in statements(p.values.policy)

@@ -232,3 +232,16 @@ test_key_by_alias if {
 		count(sovereignty.deny) == 2 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", [key_statement(condition)])])
 	}
 }
+
+# A statement IAM would refuse (no Action nor NotAction, no Resource nor NotResource, or set to
+# null) is not read as harmless.
+test_statements_naming_nothing_denied if {
+	every bad in [
+		{"Effect": "Allow", "Action": "dynamodb:GetItem"},
+		{"Effect": "Allow", "Action": "dynamodb:GetItem", "NotResource": null},
+		{"Effect": "Allow", "Resource": "arn:aws:dynamodb:us-east-1:1:table/bank-accounts"},
+		{"Effect": "Allow", "NotAction": null, "Resource": "arn:aws:dynamodb:us-east-1:1:table/bank-accounts"},
+	] {
+		count(sovereignty.deny) == 1 with input as plans.plan([plans.ssf_policy("bank-accounts-ssf", array.concat(own, [bad]))])
+	}
+}

@@ -74,6 +74,10 @@ func TestGCP(t *testing.T) {
 		if types[variant.state] != 3 || types[variant.notState] != 0 {
 			t.Fatalf("the plan on %s makes %d %s (want one per SSF) and %d %s (want none)", variant.store, types[variant.state], variant.state, types[variant.notState], variant.notState)
 		}
+		// Provenance: the environment's bucket, and each SSF's grant of its own partitions in it.
+		if types["google_storage_bucket"] != 1 || types["google_storage_bucket_iam_member"] != 3 {
+			t.Fatalf("the plan on %s makes %d buckets and %d bucket grants, want the provenance bucket and one grant per SSF", variant.store, types["google_storage_bucket"], types["google_storage_bucket_iam_member"])
+		}
 		if v := evaluatePolicies(t, tf, dir, plan); len(v.Deny) != 0 || len(v.Warn) != 0 {
 			t.Fatalf("policies on the bank's plan on %s: %+v, want nothing", variant.store, v)
 		}

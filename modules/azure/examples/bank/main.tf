@@ -26,6 +26,8 @@ module "environment" {
   name     = var.name
   location = var.location
   ssfs     = keys(local.ssfs)
+  # The SSFs' provenance (docs/provenance.md), each in its own account, queried with Synapse.
+  provenance_retention_days = var.provenance == "off" ? 0 : 30
 }
 
 module "ssf" {
@@ -39,4 +41,5 @@ module "ssf" {
   encryption_key         = module.environment.context.encryption_key
   deletion_protection    = !var.throwaway
   point_in_time_recovery = !var.throwaway
+  provenance             = var.provenance
 }

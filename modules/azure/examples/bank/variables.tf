@@ -25,3 +25,9 @@ variable "throwaway" {
   type        = bool
   default     = false
 }
+
+variable "provenance" {
+  description = "What the SSFs record for provenance (off, metadata, full), kept 30 days in each SSF's own account."
+  type        = string
+  default     = "metadata"
+}

@@ -26,8 +26,10 @@ module "environment" {
   ssfs           = keys(local.ssfs)
   project_number = var.project_number
   bigtable       = var.bigtable_zone == null ? null : { zone = var.bigtable_zone }
-  # A throwaway environment can be destroyed with its instance.
+  # A throwaway environment can be destroyed with its instance and its provenance.
   deletion_protection = !var.throwaway
+  # The SSFs' provenance (docs/provenance.md), queried with BigQuery or `ssfkit trace`.
+  provenance_retention_days = var.provenance == "off" ? 0 : 30
 }
 
 module "ssf" {
@@ -40,4 +42,6 @@ module "ssf" {
   artifact            = var.image
   state_store         = var.bigtable_zone == null ? "firestore" : "bigtable"
   deletion_protection = !var.throwaway
+  provenance          = var.provenance
+  provenance_sink     = module.environment.provenance_sink
 }

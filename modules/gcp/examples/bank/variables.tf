@@ -44,3 +44,9 @@ variable "bigtable_zone" {
   type        = string
   default     = null
 }
+
+variable "provenance" {
+  description = "What the SSFs record for provenance (off, metadata, full), kept 30 days in the environment's bucket."
+  type        = string
+  default     = "metadata"
+}
