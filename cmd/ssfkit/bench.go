@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/ssfkit/ssfkit/internal/bench"
+	"github.com/ssfkit/ssfkit/internal/pgtest"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -42,6 +44,9 @@ var benchmarks = []struct {
 		"tracing off (no SDK) and on (every span recorded), side by side: what the instrumentation costs", benchTracing},
 	{"provenance", "exactly-once Read, Write, CondWrite and SyncInvoke, and an empty instance, with provenance " +
 		"capture off, metadata and full, side by side, and what the garbage collector's exports cost", benchProvenance},
+	{"peers", "a 5-step exactly-once workflow on one durable PostgreSQL this command starts: DBOS Transact's " +
+		"transactional steps and child workflows against ssfkit's SSF paths and plain pgx, at 1 and 8 clients: " +
+		"latency, throughput, statements and commits per workflow", benchPeers},
 }
 
 // benchNames are the benchmarks' names, for the help and messages.
@@ -148,6 +153,49 @@ func benchProvenance(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	return emitReport(stdout, rep, *out, *asJSON)
+}
+
+func benchPeers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench peers", "Runs a workflow of --steps steps, each incrementing its own row, as DBOS Transact\n"+
+		"workflows (RunAsTransaction steps; child workflows), as ssfkit SSF instances (store transactions\n"+
+		"on and off; one SSF per step) and as plain pgx updates, in alternating blocks on one durable\n"+
+		"PostgreSQL (fsync on) started on 127.0.0.1, or --database. Counts statements, commits and WAL\n"+
+		"flushes per workflow on the server, checks every row. Markdown (or JSON with --json).", stderr)
+	cfg := bench.PeersConfig{}
+	fs.StringVar(&cfg.DatabaseURL, "database", "", "a PostgreSQL `URL` the benchmark may write (fsync on, pg_stat_statements preloaded); default: a throwaway cluster")
+	fs.IntVar(&cfg.Workflows, "workflows", 400, "measured workflows per variant and client")
+	fs.IntVar(&cfg.Warmup, "warmup", 20, "unmeasured workflows per variant and client first")
+	fs.IntVar(&cfg.Block, "block", 20, "workflows per client per block; the variants' blocks alternate")
+	fs.IntVar(&cfg.Steps, "steps", 5, "steps per workflow")
+	clients := fs.String("clients", "1,8", "comma-separated client counts")
+	variants := fs.String("variants", strings.Join(bench.PeerVariants, ","), "comma-separated variants")
+	out := fs.String("out", "", "also write the Markdown report to `FILE`")
+	plotPath := fs.String("plot", "", "write a bar chart of the median latencies to `FILE` (.png or .svg)")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	for _, c := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil {
+			return &cliUsageError{err: fmt.Errorf("bench peers: --clients %q: %q is not a number", *clients, c)}
+		}
+		cfg.Clients = append(cfg.Clients, n)
+	}
+	cfg.Variants = strings.Split(*variants, ",")
+	if cfg.DatabaseURL == "" {
+		defer pgtest.Stop()
+		base, err := pgtest.DurableBaseURL()
+		if err != nil {
+			return fmt.Errorf("bench peers: PostgreSQL: %w", err)
+		}
+		cfg.DatabaseURL = base
+	}
+	rep, err := bench.RunPeers(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	return emitPlottedReport(stdout, stderr, "bench peers", rep, *plotPath, *out, *asJSON)
 }
 
 func benchDAAL(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"image/png"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,5 +291,45 @@ func TestBenchProvenanceJSON(t *testing.T) {
 	}
 	if len(rep.Export) != 2 {
 		t.Errorf("exports of %d levels, want metadata and full", len(rep.Export))
+	}
+}
+
+// TestBenchPeers runs every variant of bench peers at a small size on the durable cluster: every
+// workflow's rows are checked by the benchmark itself; the server's counts must be exact where
+// they are known (plain pgx: one statement and one commit per step).
+func TestBenchPeers(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	plot := filepath.Join(t.TempDir(), "peers.svg")
+	err := benchMain(context.Background(), []string{"peers", "--workflows", "4", "--warmup", "2", "--block", "2", "--clients", "1,2", "--plot", plot, "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep bench.PeersReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2*len(bench.PeerVariants) || !strings.Contains(stderr.String(), "every workflow's rows checked") {
+		t.Fatalf("results: %+v\n%s", rep.Results, stderr.String())
+	}
+	for _, r := range rep.Results {
+		if r.Latency.N != 4*r.Clients || r.Latency.MedianUS <= 0 || r.PerSecond <= 0 {
+			t.Errorf("%+v", r)
+		}
+		exact := r.Variant == bench.PeerPlain
+		// DBOS's pollers read in the background (statements, no write transactions).
+		if exact && (r.Statements < 4.5 || r.Statements > 8 || math.Abs(r.Commits-5) > 0.25) {
+			t.Errorf("plain pgx: %.2f statements and %.2f commits per workflow, want 5 and 5", r.Statements, r.Commits)
+		}
+		if !exact && (r.Statements < 10 || r.Commits < 5) {
+			t.Errorf("%s: %.2f statements and %.2f commits per workflow: an exactly-once 5-step workflow makes more", r.Variant, r.Statements, r.Commits)
+		}
+	}
+	if fi, err := os.Stat(plot); err != nil || fi.Size() == 0 {
+		t.Errorf("the plot: %v", err)
+	}
+	for _, bad := range [][]string{{"--clients", "1,x"}, {"--variants", "dbos,temporal"}, {"--steps", "0"}, {"--block", "0"}} {
+		if err := benchMain(context.Background(), append([]string{"peers"}, bad...), io.Discard, io.Discard); err == nil {
+			t.Errorf("bench peers %v: no error", bad)
+		}
 	}
 }

@@ -117,6 +117,9 @@ func start(durable bool) (string, func(), error) {
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", port, dir)
 	if !durable {
 		opts += " -c fsync=off"
+	} else if hasStatStatements(initdb) {
+		// The benchmarks count statements on the durable cluster (ssfkit bench peers).
+		opts += " -c shared_preload_libraries=pg_stat_statements"
 	}
 	if err := run(pgctl, "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o", opts, "start"); err != nil {
 		return "", nil, err
@@ -126,6 +129,17 @@ func start(durable bool) (string, func(), error) {
 		_ = os.RemoveAll(dir)
 	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres", port), stop, nil
+}
+
+// hasStatStatements says whether the server's installation has pg_stat_statements (in the lib
+// directory beside its bin directory).
+func hasStatStatements(initdb string) bool {
+	bin, err := filepath.EvalSymlinks(initdb)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(filepath.Dir(filepath.Dir(bin)), "lib", "pg_stat_statements.so"))
+	return err == nil
 }
 
 func freePort() (int, error) {
