@@ -190,17 +190,23 @@ func TestMutatedGCPConditions(t *testing.T) {
 		"resource.name.startsWith(\"projects/\")",
 		"",
 	} {
-		plan := clone(t, base)
-		after(t, plan, address)["condition"].([]any)[0].(map[string]any)["expression"] = expr
-		v := evaluate(t, plan)
-		if !slices.ContainsFunc(v.Deny, func(d string) bool { return strings.Contains(d, address) }) {
-			t.Errorf("condition %q: not denied (%v)", expr, v.Deny)
-		}
+		expectConditionDenied(t, base, address, expr)
 	}
+	expectConditionDenied(t, base, address, nil)
+}
+
+// expectConditionDenied sets the condition of the grant at address in a copy of base to expr (a
+// string; nil: no condition at all) and expects the policies to deny that grant.
+func expectConditionDenied(t *testing.T, base map[string]any, address string, expr any) {
+	t.Helper()
 	plan := clone(t, base)
-	after(t, plan, address)["condition"] = []any{}
-	if v := evaluate(t, plan); len(v.Deny) == 0 {
-		t.Errorf("no condition: not denied")
+	if expr == nil {
+		after(t, plan, address)["condition"] = []any{}
+	} else {
+		after(t, plan, address)["condition"].([]any)[0].(map[string]any)["expression"] = expr
+	}
+	if v := evaluate(t, plan); !slices.ContainsFunc(v.Deny, func(d string) bool { return strings.Contains(d, address) }) {
+		t.Errorf("condition %v: not denied (%v)", expr, v.Deny)
 	}
 }
 
@@ -227,18 +233,9 @@ func TestMutatedGCPProvenanceConditions(t *testing.T) {
 		`resource.name.startsWith("projects/_/buckets/corpus-provenance-123456789012/objects/")`,
 		"",
 	} {
-		plan := clone(t, base)
-		after(t, plan, address)["condition"].([]any)[0].(map[string]any)["expression"] = expr
-		v := evaluate(t, plan)
-		if !slices.ContainsFunc(v.Deny, func(d string) bool { return strings.Contains(d, address) }) {
-			t.Errorf("condition %q: not denied (%v)", expr, v.Deny)
-		}
+		expectConditionDenied(t, base, address, expr)
 	}
-	plan := clone(t, base)
-	after(t, plan, address)["condition"] = []any{}
-	if v := evaluate(t, plan); !slices.ContainsFunc(v.Deny, func(d string) bool { return strings.Contains(d, address) }) {
-		t.Errorf("no condition: not denied (%v)", v.Deny)
-	}
+	expectConditionDenied(t, base, address, nil)
 }
 
 func clone(t *testing.T, plan map[string]any) map[string]any {
