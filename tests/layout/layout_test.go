@@ -112,9 +112,9 @@ func isDriver(pkg string) bool {
 	return len(parts) == 3 && parts[0] == "adapters" && (parts[1] == "store" || parts[1] == "queue" || parts[1] == "provenance") && !testKit[pkg]
 }
 
-// imports lists each package of the module with its direct imports from the module (not its
-// tests': a test may use whatever it needs).
-func imports(t *testing.T) map[string][]string {
+// imports lists each package of the module with its direct imports (not its tests': a test may
+// use whatever it needs), from the module and from outside it.
+func imports(t *testing.T) (pkgs, outside map[string][]string) {
 	root, err := testservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func imports(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	pkgs := map[string][]string{}
+	pkgs, outside = map[string][]string{}, map[string][]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -137,14 +137,41 @@ func imports(t *testing.T) map[string][]string {
 		for _, imp := range fields[1:] {
 			if strings.HasPrefix(imp, module) {
 				pkgs[pkg] = append(pkgs[pkg], strings.TrimPrefix(imp, module))
+			} else {
+				outside[pkg] = append(outside[pkg], imp)
 			}
 		}
 	}
-	return pkgs
+	return pkgs, outside
+}
+
+// benchmarkOnly are modules the project depends on only to measure itself against them: no
+// package but the benchmarks' may import them (docs/architecture.md).
+var benchmarkOnly = []string{"github.com/dbos-inc/"}
+
+func TestBenchmarkOnlyDependencies(t *testing.T) {
+	_, outside := imports(t)
+	used := false
+	for pkg, imps := range outside {
+		for _, imp := range imps {
+			for _, prefix := range benchmarkOnly {
+				if !strings.HasPrefix(imp, prefix) {
+					continue
+				}
+				used = true
+				if pkg != "internal/bench" {
+					t.Errorf("%s imports %s, which only the benchmarks (internal/bench) may: the runtime does not depend on a peer", pkg, imp)
+				}
+			}
+		}
+	}
+	if !used {
+		t.Error("no package imports DBOS Transact: the check reads no import (or bench peers is gone)")
+	}
 }
 
 func TestImportRules(t *testing.T) {
-	pkgs := imports(t)
+	pkgs, _ := imports(t)
 	if len(pkgs) < 40 {
 		t.Fatalf("go list found only %d packages", len(pkgs))
 	}
