@@ -17,18 +17,34 @@ import (
 	"github.com/ssfkit/ssfkit/internal/suite"
 )
 
-// cluster is one throwaway server, started on first use.
+// cluster is one throwaway server, started on first use and again after a Stop.
 type cluster struct {
 	durable bool // fsync on: commits reach the disk, as in production
-	once    sync.Once
+	mu      sync.Mutex
+	started bool
 	url     string
 	stop    func()
 	err     error
 }
 
 func (c *cluster) baseURL() (string, error) {
-	c.once.Do(func() { c.url, c.stop, c.err = start(c.durable) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started {
+		c.url, c.stop, c.err = start(c.durable)
+		c.started = true
+	}
 	return c.url, c.err
+}
+
+// halt stops the server if it runs; the next baseURL starts a new one.
+func (c *cluster) halt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil {
+		c.stop()
+	}
+	c.started, c.url, c.stop, c.err = false, "", nil, nil
 }
 
 // The tests' cluster skips fsync (its data dies with the test); benchmarks comparing how many
@@ -52,12 +68,11 @@ func BaseURL() (string, error) { return fast.baseURL() }
 // DurableBaseURL is BaseURL for a second cluster that syncs commits to disk.
 func DurableBaseURL() (string, error) { return durable.baseURL() }
 
-// Stop stops the clusters that were started; call it from TestMain after m.Run.
+// Stop stops the clusters that were started; call it from TestMain after m.Run. A cluster
+// asked for afterwards (a command run again in the same process) is started anew.
 func Stop() {
 	for _, c := range []*cluster{fast, durable} {
-		if c.stop != nil {
-			c.stop()
-		}
+		c.halt()
 	}
 }
 
