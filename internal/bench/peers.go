@@ -660,10 +660,11 @@ func (r *PeersReport) WritePlot(path string) error {
 			res, _ := r.result(v, c)
 			vals[j] = res.Latency.MedianUS
 		}
-		if err := addBars(p, i, len(variants), vg.Points(14), v, vals); err != nil {
+		if err := addBars(p, i, len(variants), vg.Points(36), v, vals); err != nil {
 			return err
 		}
 	}
+	p.X.Min, p.X.Max = -0.7, float64(len(clients))-0.3
 	if err := p.Save(9*vg.Inch, 4.5*vg.Inch, path); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
