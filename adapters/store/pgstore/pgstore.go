@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -188,9 +189,17 @@ func (d *Driver) get(ctx context.Context, q conn, key store.Key, lock string) (s
 	return a, true, nil
 }
 
-// Update implements store.Driver.
+// Update implements store.Driver. An update that may only create the row is one autocommit
+// INSERT when the row is absent (see create); otherwise it is a batch of one.
 func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
-	rs, err := d.UpdateBatch(ctx, []store.BatchUpdate{{Key: key, Cond: cond, Update: upd}})
+	u := store.BatchUpdate{Key: key, Cond: cond, Update: upd}
+	if err := upd.Validate(); err != nil {
+		return store.UpdateResult{}, err
+	}
+	if res, created, err := d.create(ctx, d.pool, u); err != nil || created {
+		return res, d.wrap(ctx, err)
+	}
+	rs, err := d.UpdateBatch(ctx, []store.BatchUpdate{u})
 	if err != nil {
 		return store.UpdateResult{}, err
 	}
@@ -226,6 +235,9 @@ func (d *Driver) updateAll(ctx context.Context, q conn, ups []store.BatchUpdate)
 // update applies one conditional update inside a read-committed transaction: the row is
 // locked while its condition is evaluated and the new state written.
 func (d *Driver) update(ctx context.Context, q conn, u store.BatchUpdate) (store.UpdateResult, error) {
+	if res, created, err := d.create(ctx, q, u); err != nil || created {
+		return res, err
+	}
 	for {
 		cur, exists, err := d.get(ctx, q, u.Key, " FOR UPDATE")
 		if err != nil {
@@ -246,6 +258,38 @@ func (d *Driver) update(ctx context.Context, q conn, u store.BatchUpdate) (store
 		// Evaluated on "absent", but another transaction created the row and committed: under
 		// read committed, the next statement sees it, so evaluate again.
 	}
+}
+
+// create applies an update whose condition holds only on an absent row (a log entry, an intent:
+// store.RowAbsent, alone or in a conjunction) with one INSERT ... ON CONFLICT DO NOTHING, the
+// statement that proves the row absent and creates it. created is false when it did not apply
+// (the row exists, or the condition or the update refuses an absent row): update then reads the
+// row under its lock and evaluates as for any other update, so the result, the current row
+// included, is the same as without this path.
+func (d *Driver) create(ctx context.Context, q conn, u store.BatchUpdate) (res store.UpdateResult, created bool, err error) {
+	if !createOnly(u.Cond) {
+		return res, false, nil
+	}
+	res, blob, err := u.Evaluate(nil, false, d.limits.MaxRowBytes)
+	if err != nil || !res.Applied {
+		return store.UpdateResult{}, false, nil
+	}
+	tag, err := q.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, u.Key.Partition, u.Key.Sort, blob)
+	if err != nil || tag.RowsAffected() == 0 {
+		return store.UpdateResult{}, false, err
+	}
+	return res, true, nil
+}
+
+// createOnly reports whether c can hold only when the row does not exist.
+func createOnly(c store.Cond) bool {
+	switch c.Op {
+	case store.OpNot:
+		return len(c.Args) == 1 && c.Args[0].Op == store.OpRowExists
+	case store.OpAnd:
+		return slices.ContainsFunc(c.Args, createOnly)
+	}
+	return false
 }
 
 // Scan implements store.Driver.

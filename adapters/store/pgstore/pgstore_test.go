@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/pgstore"
 	"github.com/ssfkit/ssfkit/adapters/store/storetest"
@@ -56,6 +58,70 @@ func TestOpenErrors(t *testing.T) {
 	} {
 		if _, err := store.Open(context.Background(), bad); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
+		}
+	}
+}
+
+// An update that may only create its row (a log entry, an intent) is one INSERT when the row is
+// absent, alone or in a transaction; when the row exists it is refused with the current row, as
+// any conditional update, and a conjunction with RowAbsent takes the same path. Statements are
+// counted by pg_stat_statements on the durable cluster, which loads it.
+func TestCreateOnlyIsOneStatement(t *testing.T) {
+	ctx := context.Background()
+	base, err := pgtest.DurableBaseURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := store.Open(ctx, base+"?table=create_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		t.Skipf("the durable cluster has no pg_stat_statements: %v", err) // a machine without PostgreSQL's contrib
+	}
+	statements := func() int64 {
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements WHERE query ~* '\ycreate_only\y|^(begin|commit)'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	d := tbl.Driver()
+	set := store.Update{store.SetAttr(store.Path{"v"}, int64(1))}
+	for i, c := range []struct {
+		name string
+		run  func(key store.Key, cond store.Cond) (store.UpdateResult, error)
+		want int64 // statements when the row is absent
+	}{
+		{"alone", func(key store.Key, cond store.Cond) (store.UpdateResult, error) { return d.Update(ctx, key, cond, set) }, 1},
+		{"in a transaction", func(key store.Key, cond store.Cond) (r store.UpdateResult, err error) {
+			err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) (err error) {
+				r, err = tx.Update(ctx, key, cond, set)
+				return err
+			})
+			return r, err
+		}, 3}, // BEGIN, INSERT, COMMIT
+	} {
+		for j, cond := range []store.Cond{store.RowAbsent(), store.And(store.RowAbsent(), store.NotExists(store.Path{"v"}))} {
+			key := store.Key{Partition: fmt.Sprintf("p%d-%d", i, j), Sort: "s"}
+			before := statements()
+			r, err := c.run(key, cond)
+			if err != nil || !r.Applied {
+				t.Fatalf("%s, %v: creating an absent row: %+v %v", c.name, cond, r, err)
+			}
+			if got := statements() - before; got != c.want { // (the count itself is normalized to "query ~* $1": not counted)
+				t.Errorf("%s, %v: %d statements, want %d", c.name, cond, got, c.want)
+			}
+			r, err = c.run(key, cond)
+			if err != nil || r.Applied || r.Attrs["v"] != int64(1) {
+				t.Errorf("%s, %v: creating it again: %+v %v, want refused with the current row", c.name, cond, r, err)
+			}
 		}
 	}
 }
