@@ -5,7 +5,9 @@
 // (pk, sk)). A conditional update runs in a read-committed transaction that locks the row
 // (SELECT ... FOR UPDATE), evaluates the condition with the portable evaluator, and writes;
 // creating a row that does not exist yet uses INSERT ... ON CONFLICT DO NOTHING and evaluates
-// again if another writer created it first. Batches (store.Batcher) run in one transaction, one
+// again if another writer created it first. An update whose condition holds only on an absent
+// row (the runtime's log entries and intents) tries that INSERT first, alone: one statement
+// (and no transaction of its own outside one) when the row is absent. Batches (store.Batcher) run in one transaction, one
 // commit. store.Transactor puts any sequence of operations in one transaction: the runtime's
 // faster path, which writes an SSF's log entries and data in one commit (Beldi §8, Apiary).
 // transactions=off hides it, so the runtime takes its portable path (for comparisons).
