@@ -98,6 +98,23 @@ func RowExists() Cond { return Cond{Op: OpRowExists} }
 // RowAbsent holds when the row does not exist.
 func RowAbsent() Cond { return Not(RowExists()) }
 
+// OnlyAbsent reports whether c can hold only when the row does not exist: RowAbsent, alone or
+// in a conjunction. A driver may then try to create the row first (the statement that proves it
+// absent) and read it only when it exists.
+func (c Cond) OnlyAbsent() bool {
+	switch c.Op {
+	case OpNot:
+		return len(c.Args) == 1 && c.Args[0].Op == OpRowExists
+	case OpAnd:
+		for _, a := range c.Args {
+			if a.OnlyAbsent() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Exists holds when p is present.
 func Exists(p Path) Cond { return Cond{Op: OpExists, Path: p} }
 

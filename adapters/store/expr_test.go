@@ -259,3 +259,32 @@ func TestLookup(t *testing.T) {
 		t.Error("an entry of a null value must not be found")
 	}
 }
+
+func TestOnlyAbsent(t *testing.T) {
+	for _, c := range []struct {
+		cond Cond
+		want bool
+	}{
+		{RowAbsent(), true},
+		{And(RowAbsent(), NotExists(Path{"v"})), true},
+		{And(Exists(Path{"v"}), RowAbsent()), true},
+		{RowExists(), false},
+		{Always(), false},
+		{Or(RowAbsent(), Exists(Path{"v"})), false}, // holds on a row with v too
+		{Not(Exists(Path{"v"})), false},
+		{Not(And(RowExists())), false},
+		{NotExists(Path{"v"}), false},
+	} {
+		if got := c.cond.OnlyAbsent(); got != c.want {
+			t.Errorf("%v.OnlyAbsent() = %v, want %v", c.cond, got, c.want)
+		}
+		// What OnlyAbsent claims must be true: the condition fails on every existing row tried.
+		if c.want {
+			for _, doc := range []Attrs{{}, {"v": int64(1)}} {
+				if c.cond.Eval(doc, true) {
+					t.Errorf("%v holds on the existing row %v", c.cond, doc)
+				}
+			}
+		}
+	}
+}

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -269,7 +268,7 @@ func (d *Driver) update(ctx context.Context, q conn, u store.BatchUpdate) (store
 // row under its lock and evaluates as for any other update, so the result, the current row
 // included, is the same as without this path.
 func (d *Driver) create(ctx context.Context, q conn, u store.BatchUpdate) (res store.UpdateResult, created bool, err error) {
-	if !createOnly(u.Cond) {
+	if !u.Cond.OnlyAbsent() {
 		return res, false, nil
 	}
 	res, blob, err := u.Evaluate(nil, false, d.limits.MaxRowBytes)
@@ -281,17 +280,6 @@ func (d *Driver) create(ctx context.Context, q conn, u store.BatchUpdate) (res s
 		return store.UpdateResult{}, false, err
 	}
 	return res, true, nil
-}
-
-// createOnly reports whether c can hold only when the row does not exist.
-func createOnly(c store.Cond) bool {
-	switch c.Op {
-	case store.OpNot:
-		return len(c.Args) == 1 && c.Args[0].Op == store.OpRowExists
-	case store.OpAnd:
-		return slices.ContainsFunc(c.Args, createOnly)
-	}
-	return false
 }
 
 // Scan implements store.Driver.
