@@ -177,22 +177,23 @@ func TestMutatedGCPConditions(t *testing.T) {
 	address := `module.ssf.google_project_iam_member.state[0]`
 	values := after(t, base, address)
 	own := values["condition"].([]any)[0].(map[string]any)["expression"].(string)
-	for _, expr := range []string{
-		own + " || true",
-		"true || " + own,
-		"!(" + own + ")",
-		"(" + own + ")",
-		own + " ",
+	for _, expr := range append(rewrapped(own),
 		strings.ReplaceAll(own, "==", "!="),
 		strings.Replace(own, "corpus-a", "corpus-b", 1),
 		strings.Replace(own, "corpus-a", "corpus-a\" || \"x", 1),
 		strings.Replace(own, "databases/", "databases/*", 1),
 		"resource.name.startsWith(\"projects/\")",
 		"",
-	} {
+	) {
 		expectConditionDenied(t, base, address, expr)
 	}
 	expectConditionDenied(t, base, address, nil)
+}
+
+// rewrapped are an exact condition's rewritings that no longer read as it: widened, negated,
+// parenthesized, padded.
+func rewrapped(own string) []string {
+	return []string{own + " || true", "true || " + own, "!(" + own + ")", "(" + own + ")", own + " "}
 }
 
 // expectConditionDenied sets the condition of the grant at address in a copy of base to expr (a
@@ -218,12 +219,7 @@ func TestMutatedGCPProvenanceConditions(t *testing.T) {
 	values := after(t, base, address)
 	own := values["condition"].([]any)[0].(map[string]any)["expression"].(string)
 	first, _, _ := strings.Cut(own, " || ")
-	for _, expr := range []string{
-		own + " || true",
-		"true || " + own,
-		"!(" + own + ")",
-		"(" + own + ")",
-		own + " ",
+	for _, expr := range append(rewrapped(own),
 		first,
 		strings.ReplaceAll(own, "ssf=a/", "ssf=b/"),
 		strings.ReplaceAll(own, "ssf=a/", "ssf=a"),
@@ -232,7 +228,7 @@ func TestMutatedGCPProvenanceConditions(t *testing.T) {
 		strings.ReplaceAll(own, "corpus-provenance-123456789012", "corpus-provenance-1"),
 		`resource.name.startsWith("projects/_/buckets/corpus-provenance-123456789012/objects/")`,
 		"",
-	} {
+	) {
 		expectConditionDenied(t, base, address, expr)
 	}
 	expectConditionDenied(t, base, address, nil)

@@ -159,8 +159,8 @@ func benchPeers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("bench peers", "Runs a workflow of --steps steps, each incrementing its own row, as DBOS Transact\n"+
 		"workflows (RunAsTransaction steps; child workflows), as ssfkit SSF instances (store transactions\n"+
 		"on and off; one SSF per step) and as plain pgx updates, in alternating blocks on one durable\n"+
-		"PostgreSQL (fsync on) started on 127.0.0.1, or --database. Counts statements, commits and WAL\n"+
-		"flushes per workflow on the server, checks every row. Markdown (or JSON with --json).", stderr)
+		"PostgreSQL (fsync on) started on 127.0.0.1, or --database. Counts statements and write\n"+
+		"transactions per workflow on the server, checks every row. Markdown (or JSON with --json).", stderr)
 	cfg := bench.PeersConfig{}
 	fs.StringVar(&cfg.DatabaseURL, "database", "", "a PostgreSQL `URL` the benchmark may write (fsync on, pg_stat_statements preloaded); default: a throwaway cluster")
 	fs.IntVar(&cfg.Workflows, "workflows", 400, "measured workflows per variant and client")
