@@ -130,6 +130,11 @@ func (w withoutTransactions) Update(ctx context.Context, key store.Key, cond sto
 	return w.d.Update(ctx, key, cond, upd)
 }
 
+// TransactSQL keeps SQL steps, which need a transaction whatever the store's path.
+func (w withoutTransactions) TransactSQL(ctx context.Context, readOnly bool, fn func(kv store.Driver, sql store.SQLConn) error) error {
+	return w.d.TransactSQL(ctx, readOnly, fn)
+}
+
 func (w withoutTransactions) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	return w.d.UpdateBatch(ctx, ups)
 }
@@ -343,23 +348,111 @@ func (d *Driver) Transact(ctx context.Context, fn func(tx store.Driver) error) e
 	return d.transact(ctx, func(tx pgx.Tx) error { return fn(txDriver{d: d, tx: tx}) })
 }
 
-// transact runs body in a read-committed transaction (whatever the server's default, which
-// the row-lock protocol relies on) and commits it, running it again after a deadlock or a
-// serialization failure.
-// body's own errors come back as they are (the operations of a txDriver map theirs).
-func (d *Driver) transact(ctx context.Context, body func(pgx.Tx) error) error {
+// TransactSQL implements store.SQLTransactor: fn's rows and statements share one
+// read-committed transaction (an application may raise it with SET TRANSACTION as its first
+// statement), read-only when asked. A deadlock or serialization failure in any statement runs
+// fn again, even if fn handled the error: PostgreSQL has aborted the transaction by then.
+func (d *Driver) TransactSQL(ctx context.Context, readOnly bool, fn func(kv store.Driver, sql store.SQLConn) error) error {
+	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+	if readOnly {
+		opts.AccessMode = pgx.ReadOnly
+	}
 	for {
-		err := d.attempt(ctx, body)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+		conflict := false
+		err := d.attempt(ctx, opts, func(tx pgx.Tx) error {
+			return fn(txDriver{d: d, tx: tx}, sqlConn{d: d, tx: tx, conflict: &conflict})
+		})
+		if conflict || retryable(err) {
 			continue
 		}
 		return err
 	}
 }
 
-func (d *Driver) attempt(ctx context.Context, body func(pgx.Tx) error) error {
-	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+// sqlConn is an application's view of a TransactSQL transaction.
+type sqlConn struct {
+	d        *Driver
+	tx       pgx.Tx
+	conflict *bool // a statement met a deadlock or serialization failure: the attempt must run again
+}
+
+func (c sqlConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := c.tx.Exec(ctx, query, args...)
+	if err != nil {
+		return 0, c.sqlErr(ctx, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (c sqlConn) Query(ctx context.Context, query string, args ...any) (store.SQLRows, error) {
+	rows, err := c.tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, c.sqlErr(ctx, err)
+	}
+	return sqlRows{c: c, ctx: ctx, rows: rows}, nil
+}
+
+// sqlErr maps a statement's failure: the server's refusals to *store.SQLError, the rest as the
+// driver maps them (store.ErrUnavailable for the connection).
+func (c sqlConn) sqlErr(ctx context.Context, err error) error {
+	if retryable(err) {
+		*c.conflict = true
+	}
+	err = c.d.wrap(ctx, err)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && !errors.Is(err, store.ErrUnavailable) {
+		return &store.SQLError{Code: pgErr.Code, Message: pgErr.Message, Err: err}
+	}
+	return err
+}
+
+type sqlRows struct {
+	c    sqlConn
+	ctx  context.Context
+	rows pgx.Rows
+}
+
+func (r sqlRows) Next() bool { return r.rows.Next() }
+
+func (r sqlRows) Scan(dest ...any) error {
+	if err := r.rows.Scan(dest...); err != nil {
+		return r.c.sqlErr(r.ctx, err)
+	}
+	return nil
+}
+
+func (r sqlRows) Err() error {
+	if err := r.rows.Err(); err != nil {
+		return r.c.sqlErr(r.ctx, err)
+	}
+	return nil
+}
+
+func (r sqlRows) Close() error {
+	r.rows.Close()
+	return r.Err()
+}
+
+// retryable reports a deadlock or serialization failure, after which a transaction runs again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// transact runs body in a read-committed transaction (whatever the server's default, which
+// the row-lock protocol relies on) and commits it, running it again after a deadlock or a
+// serialization failure.
+// body's own errors come back as they are (the operations of a txDriver map theirs).
+func (d *Driver) transact(ctx context.Context, body func(pgx.Tx) error) error {
+	for {
+		if err := d.attempt(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, body); !retryable(err) {
+			return err
+		}
+	}
+}
+
+func (d *Driver) attempt(ctx context.Context, opts pgx.TxOptions, body func(pgx.Tx) error) error {
+	tx, err := d.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return d.wrap(ctx, err)
 	}

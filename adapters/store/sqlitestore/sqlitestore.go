@@ -283,6 +283,18 @@ func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.Upd
 		return nil, err
 	}
 	defer tx.Rollback()
+	out, err := d.applyAll(ctx, tx, ups)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// applyAll evaluates and applies each conditional update in turn inside tx.
+func (d *Driver) applyAll(ctx context.Context, tx *sql.Tx, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	get, put := tx.StmtContext(ctx, d.get), tx.StmtContext(ctx, d.put)
 	out := make([]store.UpdateResult, len(ups))
 	for i, u := range ups {
@@ -302,9 +314,6 @@ func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.Upd
 			return nil, err
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
 	return out, nil
 }
 
@@ -313,14 +322,18 @@ func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOpti
 	if d.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := d.scanRows(ctx, partition, opts)
+	rows, err := d.scanRows(ctx, nil, partition, opts)
 	return rows, d.wrap(ctx, err)
 }
 
-func (d *Driver) scanRows(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
+// scanRows scans a partition, inside tx when it is not nil.
+func (d *Driver) scanRows(ctx context.Context, tx *sql.Tx, partition string, opts store.ScanOptions) ([]store.Row, error) {
 	stmt, limit := d.scan, opts.Limit
 	if opts.Reverse {
 		stmt = d.scanDesc
+	}
+	if tx != nil {
+		stmt = tx.StmtContext(ctx, stmt)
 	}
 	if limit <= 0 {
 		limit = -1
@@ -371,6 +384,14 @@ func (d *Driver) delete(ctx context.Context, key store.Key, cond store.Cond) (bo
 		return false, err
 	}
 	defer tx.Rollback()
+	if deleted, err := d.deleteIn(ctx, tx, key, cond); err != nil || !deleted {
+		return false, err
+	}
+	return true, tx.Commit()
+}
+
+// deleteIn deletes the row inside tx if cond holds.
+func (d *Driver) deleteIn(ctx context.Context, tx *sql.Tx, key store.Key, cond store.Cond) (bool, error) {
 	cur, exists, err := d.read(ctx, tx.StmtContext(ctx, d.get), key)
 	if err != nil || !exists || !cond.Eval(cur, exists) {
 		return false, err
@@ -378,7 +399,7 @@ func (d *Driver) delete(ctx context.Context, key store.Key, cond store.Cond) (bo
 	if _, err := tx.StmtContext(ctx, d.del).ExecContext(ctx, key.Partition, key.Sort); err != nil {
 		return false, err
 	}
-	return true, tx.Commit()
+	return true, nil
 }
 
 // Limits implements store.Driver.

@@ -65,20 +65,26 @@ func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
 		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
 	}
 	// Optional interfaces get their own tests when the driver has them.
-	var transactor bool
+	var transactor, sqlTransactor bool
 	suite.Run(t, "Capabilities", func(t suite.T) {
 		d := newHarness(t)
 		defer d.Close()
 		_, batcher := d.(store.Batcher)
 		_, transactor = d.(store.Transactor)
+		_, sqlTransactor = d.(store.SQLTransactor)
 		_, dropper := d.(store.Dropper)
-		t.Logf("Batcher %v, Transactor %v, Dropper %v; MaxRowBytes %d", batcher, transactor, dropper, d.Limits().MaxRowBytes)
+		t.Logf("Batcher %v, Transactor %v, SQLTransactor %v, Dropper %v; MaxRowBytes %d", batcher, transactor, sqlTransactor, dropper, d.Limits().MaxRowBytes)
 	})
 	if transactor {
 		tests = append(tests,
 			test{"TransactCommits", testTransactCommits},
 			test{"TransactRollsBack", testTransactRollsBack},
 			test{"ConcurrentTransactions", testConcurrentTransactions})
+	}
+	if sqlTransactor {
+		for _, s := range sqlTests() {
+			tests = append(tests, test{s.name, s.fn})
+		}
 	}
 	for _, tc := range tests {
 		suite.Run(t, tc.name, func(t suite.T) {
