@@ -20,7 +20,7 @@ demo:
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug
 ## The long-running packages go first: go test starts packages in the order it is given them
 ## (two at a time on two cores), so they overlap the many short ones instead of running last.
-SLOW_PACKAGES = ./tests/schedules ./tests/txtest ./tests/crashtest ./tests/terraform ./tests/lincheck ./tests/logtest ./cmd/ssfkit
+SLOW_PACKAGES = ./tests/schedules ./tests/txtest ./tests/crashtest ./tests/sqlsteps ./tests/terraform ./tests/lincheck ./tests/logtest ./cmd/ssfkit
 test: tools vet
 	$(GO) test -race -count=1 -timeout 15m $(SLOW_PACKAGES) ./tests/layout ./tests/zkcompat $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
 
@@ -30,7 +30,9 @@ test: tools vet
 ## and every case of the policies' corpus of real plans planned again (policies/README.md)
 ## and the coordination service crashed at every store operation on SQLite too (docs/coordination.md)
 ## and the README's deploy commands (build, up, down on moto), which TestAWS covers by default
+## and SQL steps crashed and paused at every injection point, with 20 rounds of duplicates (docs/sql-steps.md)
 test-long: test
+	$(GO) test -race -count=1 -timeout 30m ./tests/sqlsteps -sqlsteps.every
 	$(GO) test -count=1 -timeout 60m ./tests/schedules -schedules.preemptions=2 -schedules.random=5000
 	$(GO) test -count=1 -timeout 30m ./tests/terraform -run TestPolicyCorpus -corpus.replan=-1
 	$(GO) test -race -count=1 -timeout 10m ./orchestrator/coord -run TestServerCrashAtEveryStoreOperation -coord.crash.stores=mem,sqlite

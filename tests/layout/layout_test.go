@@ -5,7 +5,9 @@ package layout
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,5 +227,35 @@ func TestImportRulesBite(t *testing.T) {
 		if broken == 0 {
 			t.Errorf("%s importing %s breaks no rule", c.pkg, c.imp)
 		}
+	}
+}
+
+// TestEveryTestSuiteRuns: `make test` lists the packages under tests/ by name (the rest it
+// finds with go list), so a suite added there without its name in the Makefile would never run.
+func TestEveryTestSuiteRuns(t *testing.T) {
+	out, err := exec.Command("go", "list", "../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target string
+	for _, line := range strings.Split(string(makefile), "\n") {
+		if strings.HasPrefix(line, "SLOW_PACKAGES =") || strings.Contains(line, "$(GO) test -race -count=1 -timeout 15m") {
+			target += line + " "
+		}
+	}
+	suites := 0
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := "./" + strings.TrimPrefix(pkg, module)
+		suites++
+		if !slices.Contains(strings.Fields(target), rel) {
+			t.Errorf("%s is not in the Makefile's test target (SLOW_PACKAGES or the go test line): make test never runs it", rel)
+		}
+	}
+	if suites < 8 {
+		t.Fatalf("go list found %d packages under tests/", suites)
 	}
 }
