@@ -157,8 +157,9 @@ func benchProvenance(ctx context.Context, args []string, stdout, stderr io.Write
 
 func benchPeers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench peers", "Runs a workflow of --steps steps, each incrementing its own row, as DBOS Transact\n"+
-		"workflows (RunAsTransaction steps; child workflows), as ssfkit SSF instances (store transactions\n"+
-		"on and off; one SSF per step) and as plain pgx updates, in alternating blocks on one durable\n"+
+		"workflows (RunAsTransaction steps; child workflows), as ssfkit SSF instances (item steps with\n"+
+		"store transactions on and off; one SSF per step; SQL steps on the same table as DBOS's) and as\n"+
+		"plain pgx updates, in alternating blocks on one durable\n"+
 		"PostgreSQL (fsync on) started on 127.0.0.1, or --database. Counts statements and write\n"+
 		"transactions per workflow on the server, checks every row. Markdown (or JSON with --json).", stderr)
 	cfg := bench.PeersConfig{}

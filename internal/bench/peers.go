@@ -34,10 +34,11 @@ const (
 	PeerSSF           = "ssfkit"          // one SSF instance, pgstore with store transactions (ssfkit's fastest path)
 	PeerSSFPortable   = "ssfkit-portable" // the same without store transactions: the portable path every store takes
 	PeerSSFPerStepSSF = "ssfkit-per-step" // a caller instance SyncInvokes a step SSF per step
+	PeerSSFSQL        = "ssfkit-sql"      // one SSF instance whose steps are SQL steps (ssf.RunSQL) on the user's table, as DBOS's are
 )
 
 // PeerVariants are the variants in the order they are reported.
-var PeerVariants = []string{PeerPlain, PeerDBOS, PeerDBOSChild, PeerSSF, PeerSSFPortable, PeerSSFPerStepSSF}
+var PeerVariants = []string{PeerPlain, PeerDBOS, PeerDBOSChild, PeerSSF, PeerSSFPortable, PeerSSFPerStepSSF, PeerSSFSQL}
 
 // PeersConfig configures RunPeers.
 type PeersConfig struct {
@@ -314,7 +315,7 @@ func newPeer(ctx context.Context, variant string, cfg PeersConfig, pool *pgxpool
 	case PeerDBOS, PeerDBOSChild:
 		return newDBOSPeer(ctx, cfg, variant == PeerDBOSChild, clients)
 	default:
-		return newSSFPeer(ctx, cfg, variant, clients)
+		return newSSFPeer(ctx, cfg, variant, pool, clients)
 	}
 }
 
@@ -481,6 +482,9 @@ type ssfPeer struct {
 	steps    int
 	perStep  bool
 	callerID string
+	// The SQL-step variant's steps update this table of the user's through pool.
+	sqlTable string
+	pool     *pgxpool.Pool
 }
 
 type ssfInput struct {
@@ -488,8 +492,14 @@ type ssfInput struct {
 	Step   int `json:"step"`
 }
 
-func newSSFPeer(ctx context.Context, cfg PeersConfig, variant string, _ int) (peer, func(), error) {
-	p := &ssfPeer{host: local.NewHost(), steps: cfg.Steps, perStep: variant == PeerSSFPerStepSSF}
+func newSSFPeer(ctx context.Context, cfg PeersConfig, variant string, pool *pgxpool.Pool, clients int) (peer, func(), error) {
+	p := &ssfPeer{host: local.NewHost(), steps: cfg.Steps, perStep: variant == PeerSSFPerStepSSF, pool: pool}
+	if variant == PeerSSFSQL {
+		p.sqlTable = "peers_ssfkit_sql_counters"
+		if err := counterRows(ctx, pool, p.sqlTable, clients, cfg.Steps); err != nil {
+			return nil, nil, err
+		}
+	}
 	closeFn := func() {
 		p.host.Close()
 		for _, t := range p.tables {
@@ -560,6 +570,14 @@ func (p *ssfPeer) workflowHandler(env *ssf.Env, input json.RawMessage) (any, err
 			}
 			continue
 		}
+		if p.sqlTable != "" {
+			if _, err := ssf.RunSQL(env, func(ctx context.Context, tx *store.SQLTx) (int64, error) {
+				return tx.Exec(ctx, `UPDATE `+p.sqlTable+` SET v = v + 1 WHERE id = $1`, rowID(in.Client, s))
+			}); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := increment(env, in.Client, s); err != nil {
 			return nil, err
 		}
@@ -582,6 +600,9 @@ func (p *ssfPeer) run(ctx context.Context, client int, id string) error {
 }
 
 func (p *ssfPeer) check(ctx context.Context, ran map[int]int) error {
+	if p.sqlTable != "" {
+		return checkCounterRows(ctx, p.pool, p.sqlTable, p.steps, ran)
+	}
 	rt := p.caller
 	if p.perStep {
 		rt = p.stepper

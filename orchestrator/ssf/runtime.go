@@ -759,7 +759,10 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		records++
 	}
 	var rs []store.UpdateResult
-	if records >= 0 {
+	// On a store with transactions the pending-index entry goes in the same commit.
+	_, oneCommit := rt.cfg.Store.Driver().(store.Transactor)
+	pendingInCommit := oneCommit && !in.heldIndex
+	if records >= 0 && !oneCommit {
 		ups := make([]store.BatchUpdate, 0, records+len(batch))
 		for _, u := range env.unlogged {
 			ups = append(ups, env.logEntry(u))
@@ -769,11 +772,14 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 			rs = rs[records:]
 		}
 	} else {
-		err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) error {
-			if _, err := env.flushTo(st, true); err != nil {
+		err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) (err error) {
+			if _, err = env.flushTo(st, true); err != nil {
 				return err
 			}
-			rs, err = st.UpdateBatch(env.ctx, batch)
+			if rs, err = st.UpdateBatch(env.ctx, batch); err != nil || !pendingInCommit {
+				return err
+			}
+			_, err = st.Delete(env.ctx, pendingKey(rt.cfg.IndexShards, in.id), store.Always())
 			return err
 		})
 	}
@@ -795,7 +801,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		res = stored.result
 		res.Replayed = true
 	}
-	if in.heldIndex {
+	if in.heldIndex || pendingInCommit {
 		return res, nil
 	}
 	return res, rt.removePending(env.ctx, in.id)

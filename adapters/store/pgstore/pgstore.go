@@ -6,9 +6,10 @@
 // (SELECT ... FOR UPDATE), evaluates the condition with the portable evaluator, and writes;
 // creating a row that does not exist yet uses INSERT ... ON CONFLICT DO NOTHING and evaluates
 // again if another writer created it first. An update whose condition holds only on an absent
-// row (the runtime's log entries and intents) tries that INSERT first, alone: one statement
-// (and no transaction of its own outside one) when the row is absent. Batches (store.Batcher) run in one transaction, one
-// commit. store.Transactor puts any sequence of operations in one transaction: the runtime's
+// row, or that usually creates it (the runtime's log entries, intents and index entries), tries
+// that INSERT first, alone: one statement (and no transaction of its own outside one) when the
+// row is absent. A delete without a condition is one statement. Batches (store.Batcher) run in
+// one transaction, one commit. store.Transactor puts any sequence of operations in one transaction: the runtime's
 // faster path, which writes an SSF's log entries and data in one commit (Beldi §8, Apiary).
 // transactions=off hides it, so the runtime takes its portable path (for comparisons).
 package pgstore
@@ -17,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -205,11 +207,12 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 	if res, created, err := d.create(ctx, d.pool, u); err != nil || created {
 		return res, d.wrap(ctx, err)
 	}
-	rs, err := d.UpdateBatch(ctx, []store.BatchUpdate{u})
-	if err != nil {
-		return store.UpdateResult{}, err
-	}
-	return rs[0], nil
+	var res store.UpdateResult
+	err := d.transact(ctx, func(tx pgx.Tx) (err error) {
+		res, err = d.updateLocked(ctx, tx, u) // the INSERT was tried
+		return d.wrap(ctx, err)
+	})
+	return res, err
 }
 
 // UpdateBatch implements store.Batcher: every update in one transaction, one commit.
@@ -244,6 +247,11 @@ func (d *Driver) update(ctx context.Context, q conn, u store.BatchUpdate) (store
 	if res, created, err := d.create(ctx, q, u); err != nil || created {
 		return res, err
 	}
+	return d.updateLocked(ctx, q, u)
+}
+
+// updateLocked reads the row under its lock, evaluates, and writes.
+func (d *Driver) updateLocked(ctx context.Context, q conn, u store.BatchUpdate) (store.UpdateResult, error) {
 	for {
 		cur, exists, err := d.get(ctx, q, u.Key, " FOR UPDATE")
 		if err != nil {
@@ -266,14 +274,14 @@ func (d *Driver) update(ctx context.Context, q conn, u store.BatchUpdate) (store
 	}
 }
 
-// create applies an update whose condition holds only on an absent row (a log entry, an intent:
-// store.RowAbsent, alone or in a conjunction) with one INSERT ... ON CONFLICT DO NOTHING, the
-// statement that proves the row absent and creates it. created is false when it did not apply
-// (the row exists, or the condition or the update refuses an absent row): update then reads the
-// row under its lock and evaluates as for any other update, so the result, the current row
+// create applies an update that expects to create its row (createFirst) with one INSERT ...
+// ON CONFLICT DO NOTHING, the statement that proves the row absent and creates it; it does so
+// only when the condition holds on an absent row. created is false when it did not apply (the
+// row exists, or the condition or the update refuses an absent row): update then reads the row
+// under its lock and evaluates as for any other update, so the result, the current row
 // included, is the same as without this path.
 func (d *Driver) create(ctx context.Context, q conn, u store.BatchUpdate) (res store.UpdateResult, created bool, err error) {
-	if !u.Cond.OnlyAbsent() {
+	if !createFirst(u.Cond) {
 		return res, false, nil
 	}
 	res, blob, err := u.Evaluate(nil, false, d.limits.MaxRowBytes)
@@ -285,6 +293,21 @@ func (d *Driver) create(ctx context.Context, q conn, u store.BatchUpdate) (res s
 		return store.UpdateResult{}, false, err
 	}
 	return res, true, nil
+}
+
+// createFirst reports whether an update with condition c usually creates its row, so that trying
+// the INSERT first saves the locked read (a statement) and costs one when the row exists: c holds
+// only on an absent row (the runtime's log entries and intents), names the row's absence as one
+// way to hold (an intent replacing a void), or always holds (the runtime's index entries and
+// directory rows, which it writes when it makes them).
+func createFirst(c store.Cond) bool {
+	switch {
+	case c.OnlyAbsent(), c.Op == store.OpTrue:
+		return true
+	case c.Op == store.OpOr:
+		return slices.ContainsFunc(c.Args, store.Cond.OnlyAbsent)
+	}
+	return false
 }
 
 // Scan implements store.Driver.
@@ -326,6 +349,10 @@ func (d *Driver) scan(ctx context.Context, q conn, partition string, opts store.
 
 // Delete implements store.Driver.
 func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (deleted bool, err error) {
+	if cond.Op == store.OpTrue { // nothing to evaluate: one autocommit statement
+		deleted, err = d.delete(ctx, d.pool, key, cond)
+		return deleted, d.wrap(ctx, err)
+	}
 	err = d.transact(ctx, func(tx pgx.Tx) (err error) {
 		deleted, err = d.delete(ctx, tx, key, cond)
 		return d.wrap(ctx, err)
@@ -334,6 +361,10 @@ func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (de
 }
 
 func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.Cond) (bool, error) {
+	if cond.Op == store.OpTrue {
+		tag, err := q.Exec(ctx, `DELETE FROM `+d.table+` WHERE pk = $1 AND sk = $2`, key.Partition, key.Sort)
+		return err == nil && tag.RowsAffected() > 0, err
+	}
 	cur, exists, err := d.get(ctx, q, key, " FOR UPDATE")
 	if err != nil || !exists || !cond.Eval(cur, exists) {
 		return false, err

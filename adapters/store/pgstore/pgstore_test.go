@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -62,9 +63,10 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// An update that may only create its row (a log entry, an intent) is one INSERT when the row is
-// absent, alone or in a transaction; when the row exists it is refused with the current row, as
-// any conditional update, and a conjunction with RowAbsent takes the same path. Statements are
+// An update that may only create its row (a log entry, an intent), or usually does (an intent
+// replacing a void, an index entry), is one INSERT when the row is absent, alone or in a
+// transaction; when the row exists it gets the result any conditional update gets, with one
+// INSERT tried before the locked read; a delete without a condition is one statement. Statements are
 // counted by pg_stat_statements on the durable cluster, which loads it.
 func TestCreateOnlyIsOneStatement(t *testing.T) {
 	ctx := context.Background()
@@ -108,7 +110,8 @@ func TestCreateOnlyIsOneStatement(t *testing.T) {
 			return r, err
 		}, 3}, // BEGIN, INSERT, COMMIT
 	} {
-		for j, cond := range []store.Cond{store.RowAbsent(), store.And(store.RowAbsent(), store.NotExists(store.Path{"v"}))} {
+		for j, cond := range []store.Cond{store.RowAbsent(), store.And(store.RowAbsent(), store.NotExists(store.Path{"v"})),
+			store.Or(store.RowAbsent(), store.Equal(store.Path{"v"}, int64(5))), store.Always()} {
 			key := store.Key{Partition: fmt.Sprintf("p%d-%d", i, j), Sort: "s"}
 			before := statements()
 			r, err := c.run(key, cond)
@@ -118,10 +121,38 @@ func TestCreateOnlyIsOneStatement(t *testing.T) {
 			if got := statements() - before; got != c.want { // (the count itself is normalized to "query ~* $1": not counted)
 				t.Errorf("%s, %v: %d statements, want %d", c.name, cond, got, c.want)
 			}
+			// On the existing row: the INSERT that found it, then the locked read (BEGIN, SELECT
+			// ... FOR UPDATE, COMMIT), and the UPDATE when the condition holds; never a second INSERT.
+			before = statements()
 			r, err = c.run(key, cond)
-			if err != nil || r.Applied || r.Attrs["v"] != int64(1) {
-				t.Errorf("%s, %v: creating it again: %+v %v, want refused with the current row", c.name, cond, r, err)
+			holds := cond.Op == store.OpTrue
+			if err != nil || r.Applied != holds || r.Attrs["v"] != int64(1) {
+				t.Errorf("%s, %v: on the existing row: %+v %v, want applied %v with the current row", c.name, cond, r, err, holds)
+			}
+			want := int64(4)
+			if holds {
+				want++
+			}
+			if got := statements() - before; got != want {
+				t.Errorf("%s, %v: on the existing row: %d statements, want %d", c.name, cond, got, want)
 			}
 		}
+	}
+	// A delete without a condition is one statement (three in a transaction).
+	before := statements()
+	if ok, err := d.Delete(ctx, store.Key{Partition: "p0-0", Sort: "s"}, store.Always()); err != nil || !ok {
+		t.Fatalf("delete: %v %v", ok, err)
+	}
+	if err := d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		ok, err := tx.Delete(ctx, store.Key{Partition: "p0-1", Sort: "s"}, store.Always())
+		if err == nil && !ok {
+			err = errors.New("nothing deleted")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := statements() - before; got != 4 {
+		t.Errorf("two deletes without a condition, one in a transaction: %d statements, want 1 + 3", got)
 	}
 }
