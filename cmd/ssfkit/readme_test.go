@@ -158,7 +158,7 @@ func TestREADMEAndBannerRequestsWorkInOrder(t *testing.T) {
 }
 
 // goSnippetDocs are the Markdown files whose Go snippets must be runnable examples.
-var goSnippetDocs = []string{"README.md", "docs/sagas.md"}
+var goSnippetDocs = []string{"README.md", "docs/sagas.md", "docs/sql-steps.md"}
 
 // goSnippet is a ```go block of a Markdown file: its first line's number and its lines.
 type goSnippet struct {
@@ -260,7 +260,7 @@ func findChunks(file []string, parts [][]string) (bool, string) {
 	return true, ""
 }
 
-// Every Go snippet of the README (and of docs/sagas.md) is the code of a runnable example: its
+// Every Go snippet of the README (and of docs/sagas.md and docs/sql-steps.md) is the code of a runnable example: its
 // lines appear, in order and contiguous, in one example_test.go file of the module, whose
 // output go test checks, so the snippets compile, run and say what they do. Indentation is
 // ignored (a snippet may be dedented), and a line "..." elides: the parts around it must

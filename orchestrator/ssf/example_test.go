@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/store"
-	_ "github.com/ssfkit/ssfkit/adapters/store/memstore" // mem:// tables
+	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"    // mem:// tables
+	_ "github.com/ssfkit/ssfkit/adapters/store/sqlitestore" // sqlite:// tables
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -238,4 +241,54 @@ func ExampleNewSaga() {
 	// trip-2: output , error "saga step \"flight\" failed: F1 is full; earlier steps compensated"
 	//   hotel free/H1: 1 left
 	//   flight free/F1: 0 left
+}
+
+// A payment as a SQL step: the application's own tables in the SSF's SQLite file, its
+// statements and the step's log entry in one transaction. Sent again, the request runs nothing;
+// an execution that crashed after the commit would get the logged balance instead of paying
+// twice.
+func ExampleRunSQL() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "ssfkit-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	table, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "shop.db")+"?table=payments")
+	if err != nil {
+		log.Fatal(err)
+	}
+	pay := func(env *ssf.Env, amount int64) (int64, error) {
+		return ssf.RunSQL(env, func(ctx context.Context, tx *store.SQLTx) (int64, error) {
+			if _, err := tx.Exec(ctx, `UPDATE wallets SET balance = balance - $1 WHERE id = 'ann'`, amount); err != nil {
+				return 0, err
+			}
+			var balance int64
+			err := tx.QueryRow(ctx, `SELECT balance FROM wallets WHERE id = 'ann'`).Scan(&balance)
+			return balance, err
+		})
+	}
+	host := local.NewHost()
+	defer host.Close()
+	if _, err := host.Add(ssf.Config{Name: "payments", Store: table, Handler: ssf.Typed(pay)}); err != nil {
+		log.Fatal(err)
+	}
+	// The application's schema is its own; here it is made through the same file.
+	if err := table.Driver().(store.SQLTransactor).TransactSQL(ctx, false, func(_ store.Driver, c store.SQLConn) error {
+		_, err := c.Exec(ctx, `CREATE TABLE wallets (id text PRIMARY KEY, balance integer); INSERT INTO wallets VALUES ('ann', 100)`)
+		return err
+	}); err != nil {
+		log.Fatal(err)
+	}
+	for _, id := range []string{"pay-1", "pay-1", "pay-2"} {
+		res, err := host.Invoke(ctx, "payments", id, 30)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(id, string(res.Output), res.Replayed)
+	}
+	// Output:
+	// pay-1 70 false
+	// pay-1 70 true
+	// pay-2 40 false
 }
