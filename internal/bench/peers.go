@@ -286,7 +286,10 @@ func RunPeers(ctx context.Context, cfg PeersConfig, progress io.Writer) (*PeersR
 }
 
 // serverCount is what the server counted since it started: statements, and transaction IDs
-// assigned (the next one to assign, read without taking one).
+// assigned (the next one to assign, read without taking one). pg_stat_statements does not see a
+// BEGIN sent in the extended protocol (pgstore pipelines it with the transaction's first
+// statement), so every COMMIT or ROLLBACK without a counted BEGIN adds one: a BEGIN is a
+// statement the server ran, whichever way it came.
 type serverCount struct{ statements, commits int64 }
 
 func (c serverCount) sub(o serverCount) serverCount {
@@ -299,7 +302,9 @@ func (c serverCount) add(o serverCount) serverCount {
 
 func serverCounts(ctx context.Context, pool *pgxpool.Pool) (serverCount, error) {
 	var c serverCount
-	err := pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements),
+	err := pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements)
+		+ greatest(0, (SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements WHERE query ~* '^(commit|rollback)\y')
+			- (SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements WHERE query ~* '^(begin|start transaction)\y')),
 		txid_snapshot_xmax(txid_current_snapshot())`).Scan(&c.statements, &c.commits)
 	if err != nil {
 		return c, fmt.Errorf("bench peers: the server's counters: %w", err)

@@ -208,7 +208,7 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 		return res, d.wrap(ctx, err)
 	}
 	var res store.UpdateResult
-	err := d.transact(ctx, func(tx pgx.Tx) (err error) {
+	err := d.transact(ctx, func(tx *pipelinedTx) (err error) {
 		res, err = d.updateLocked(ctx, tx, u) // the INSERT was tried
 		return d.wrap(ctx, err)
 	})
@@ -222,7 +222,7 @@ func (d *Driver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (out 
 			return nil, err
 		}
 	}
-	err = d.transact(ctx, func(tx pgx.Tx) (err error) {
+	err = d.transact(ctx, func(tx *pipelinedTx) (err error) {
 		out, err = d.updateAll(ctx, tx, ups)
 		return d.wrap(ctx, err)
 	})
@@ -353,7 +353,7 @@ func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (de
 		deleted, err = d.delete(ctx, d.pool, key, cond)
 		return deleted, d.wrap(ctx, err)
 	}
-	err = d.transact(ctx, func(tx pgx.Tx) (err error) {
+	err = d.transact(ctx, func(tx *pipelinedTx) (err error) {
 		deleted, err = d.delete(ctx, tx, key, cond)
 		return d.wrap(ctx, err)
 	})
@@ -376,7 +376,7 @@ func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.C
 // Transact implements store.Transactor: fn's operations run in one read-committed
 // transaction, each conditional update under a row lock held until the commit.
 func (d *Driver) Transact(ctx context.Context, fn func(tx store.Driver) error) error {
-	return d.transact(ctx, func(tx pgx.Tx) error { return fn(txDriver{d: d, tx: tx}) })
+	return d.transact(ctx, func(tx *pipelinedTx) error { return fn(txDriver{d: d, tx: tx}) })
 }
 
 // TransactSQL implements store.SQLTransactor: fn's rows and statements share one
@@ -390,7 +390,7 @@ func (d *Driver) TransactSQL(ctx context.Context, readOnly bool, fn func(kv stor
 	}
 	for {
 		conflict := false
-		err := d.attempt(ctx, opts, func(tx pgx.Tx) error {
+		err := d.attempt(ctx, opts, func(tx *pipelinedTx) error {
 			return fn(txDriver{d: d, tx: tx}, sqlConn{d: d, tx: tx, conflict: &conflict})
 		})
 		if conflict || retryable(err) {
@@ -403,7 +403,7 @@ func (d *Driver) TransactSQL(ctx context.Context, readOnly bool, fn func(kv stor
 // sqlConn is an application's view of a TransactSQL transaction.
 type sqlConn struct {
 	d        *Driver
-	tx       pgx.Tx
+	tx       *pipelinedTx
 	conflict *bool // a statement met a deadlock or serialization failure: the attempt must run again
 }
 
@@ -474,7 +474,7 @@ func retryable(err error) bool {
 // the row-lock protocol relies on) and commits it, running it again after a deadlock or a
 // serialization failure.
 // body's own errors come back as they are (the operations of a txDriver map theirs).
-func (d *Driver) transact(ctx context.Context, body func(pgx.Tx) error) error {
+func (d *Driver) transact(ctx context.Context, body func(*pipelinedTx) error) error {
 	for {
 		if err := d.attempt(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, body); !retryable(err) {
 			return err
@@ -482,22 +482,22 @@ func (d *Driver) transact(ctx context.Context, body func(pgx.Tx) error) error {
 	}
 }
 
-func (d *Driver) attempt(ctx context.Context, opts pgx.TxOptions, body func(pgx.Tx) error) error {
-	tx, err := d.pool.BeginTx(ctx, opts)
+func (d *Driver) attempt(ctx context.Context, opts pgx.TxOptions, body func(*pipelinedTx) error) error {
+	tx, err := d.beginPipelined(ctx, opts)
 	if err != nil {
 		return d.wrap(ctx, err)
 	}
-	defer tx.Rollback(ctx)
+	defer tx.end(context.WithoutCancel(ctx))
 	if err := body(tx); err != nil {
 		return err
 	}
-	return d.wrap(ctx, tx.Commit(ctx))
+	return d.wrap(ctx, tx.commit(ctx))
 }
 
 // txDriver is the Driver that Transact hands to its function.
 type txDriver struct {
 	d  *Driver
-	tx pgx.Tx
+	tx *pipelinedTx
 }
 
 func (t txDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
