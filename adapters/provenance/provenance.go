@@ -84,9 +84,16 @@ type Invocation struct {
 const (
 	EventRead  = "read"
 	EventWrite = "write"
+	// A SQL step (ssf.RunSQL, and ssf.QuerySQL's read-only one): no item; Applied says whether
+	// it committed, Digest (and Value) are of the result it logged.
+	EventSQL      = "sql"
+	EventSQLQuery = "sql-query"
 )
 
-// DataEvent is one read or write of an item by one step of an instance.
+// HasOutcome reports whether the event has an outcome (Applied): a write or a SQL step.
+func (e DataEvent) HasOutcome() bool { return e.Kind != EventRead }
+
+// DataEvent is one read or write of an item, or one SQL step, by one step of an instance.
 type DataEvent struct {
 	Step  int    `json:"step"`
 	Kind  string `json:"kind"`

@@ -223,6 +223,15 @@ func printTree(w io.Writer, n *provquery.Node, indent string) {
 			} else {
 				fmt.Fprintf(w, "%s    %s %s: not exported yet\n", indent, s.Callee, s.CalleeID)
 			}
+		case "sql", "sql-query":
+			outcome := "committed"
+			switch {
+			case !s.Applied:
+				outcome = "failed, rolled back"
+			case s.Kind == "sql-query":
+				outcome = "read only"
+			}
+			fmt.Fprintf(w, "%s  step %-3d %-12s %s (%s, result %s)\n", indent, s.Step, at, s.Kind, outcome, s.Digest)
 		default:
 			fmt.Fprintf(w, "%s  step %-3d %-12s %-5s %s/%s%s\n", indent, s.Step, at, s.Kind, s.Table, s.Key, versionNote(s))
 		}

@@ -107,3 +107,36 @@ func TestTraceAnswersFromExportedProvenance(t *testing.T) {
 		}
 	}
 }
+
+// A request's tree shows its SQL steps: committed, read-only, failed and rolled back.
+func TestTraceShowsSQLSteps(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "provenance.db")
+	sink, err := provenance.Open(ctx, "sqlite://"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC).UnixNano()
+	rec := provenance.Record{
+		Invocation: provenance.Invocation{Instance: provenance.Instance{SSF: "payments", ID: "pay-1", Incarnation: "1"},
+			Started: start, Finished: start + 3e6, Outcome: "ok", InputDigest: "d"},
+		Events: []provenance.DataEvent{
+			{Step: 0, Kind: provenance.EventSQLQuery, Applied: true, Digest: "q", At: start + 1e6},
+			{Step: 1, Kind: provenance.EventSQL, Applied: true, Digest: "c", At: start + 2e6},
+			{Step: 2, Kind: provenance.EventSQL, Applied: false, Digest: "f", At: start + 3e6},
+		},
+	}
+	if err := sink.Export(ctx, "b", []provenance.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	sink.Close()
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"trace", "request", "--db", db, "pay-1"}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, w := range []string{"sql-query (read only, result q)", "sql (committed, result c)", "sql (failed, rolled back, result f)"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("the tree lacks %q:\n%s", w, stdout.String())
+		}
+	}
+}

@@ -64,7 +64,7 @@ type Node struct {
 // Step is one data event or call of an instance.
 type Step struct {
 	Step     int             `json:"step"`
-	Kind     string          `json:"kind,omitempty"` // read, write, call
+	Kind     string          `json:"kind,omitempty"` // read, write, call, sql, sql-query
 	Table    string          `json:"table,omitempty"`
 	Key      string          `json:"key,omitempty"`
 	Version  *int64          `json:"version,omitempty"`

@@ -55,6 +55,8 @@ type unloggedEntry struct {
 	step  int
 	value []byte
 	event *dataEvent // the item read or written, when the SSF captures provenance
+	kind  string     // the log row's kind when not "read" (a read-only SQL step's)
+	at    int64      // when it was taken, for provenance (entries without an event)
 }
 
 // dataEvent is what a step did to an item, kept for provenance in the step's log entry: in the
@@ -532,12 +534,18 @@ func (e *Env) flushTo(st *store.Table, all bool) (kept []unloggedEntry, err erro
 // logEntry is the conditional creation of an entry's log row.
 func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 	key, kind := readLogKey(e.id, r.step), "read"
-	if r.event != nil && r.event.write {
+	switch {
+	case r.event != nil && r.event.write:
 		key, kind = writeRecordKey(e.id, r.step), "write"
+	case r.kind != "":
+		kind = r.kind
 	}
 	upd := store.Update{store.SetAttr(store.Attr(attrKind), kind)}
 	if r.value != nil {
 		upd = append(upd, store.SetAttr(store.Attr(attrValue), r.value))
+	}
+	if r.at != 0 {
+		upd = append(upd, store.SetAttr(store.Attr(attrAt), r.at))
 	}
 	if ev := r.event; ev != nil {
 		upd = append(upd, store.SetAttr(store.Attr(attrItemTable), ev.table), store.SetAttr(store.Attr(attrItemKey), ev.key),

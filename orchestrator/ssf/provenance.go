@@ -315,6 +315,11 @@ func (rt *Runtime) buildRecord(id string, rows []store.Row, finished bool) (rec 
 			calleeID, _ := r.Attrs[attrCalleeID].(string)
 			rec.Calls = append(rec.Calls, provenance.Call{Step: n, Callee: callee, CalleeID: calleeID, At: at})
 		case "r", "w":
+			if k, _ := r.Attrs[attrKind].(string); k == kindSQL || k == kindSQLQuery {
+				logged, _ := r.Attrs[attrValue].([]byte)
+				rec.Events = append(rec.Events, sqlEvent(n, k, logged, at, rt.cfg.Provenance == provenance.CaptureFull))
+				continue
+			}
 			table, isItem := r.Attrs[attrItemTable].(string)
 			if !isItem {
 				continue // a logged time, random number, external call or transaction step

@@ -2,10 +2,13 @@ package ssf
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
 )
 
@@ -67,6 +70,26 @@ func (e *SQLStepError) Error() string {
 	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
 }
 
+// The kinds of a SQL step's log entry, which provenance exports as the data event's kind.
+const (
+	kindSQL      = provenance.EventSQL
+	kindSQLQuery = provenance.EventSQLQuery
+)
+
+// sqlEvent is a SQL step's provenance: its kind, whether it succeeded, and the digest (with
+// CaptureFull, the JSON) of what it logged. The statements' own reads and writes of the
+// application's tables are not captured.
+func sqlEvent(step int, kind string, logged []byte, at int64, full bool) provenance.DataEvent {
+	var oc sqlOutcome
+	failed := json.Unmarshal(logged, &oc) != nil || oc.Failed
+	sum := sha256.Sum256(logged)
+	ev := provenance.DataEvent{Step: step, Kind: kind, At: at, Applied: !failed, Digest: base64.RawURLEncoding.EncodeToString(sum[:])}
+	if full {
+		ev.Value = logged
+	}
+	return ev
+}
+
 // sqlOutcome is what a SQL step's log entry holds.
 type sqlOutcome struct {
 	Output json.RawMessage `json:"out,omitempty"`
@@ -90,9 +113,9 @@ func (o sqlOutcome) result() (json.RawMessage, error) {
 var errSQLStepSettled = errors.New("ssf: SQL step settled without this transaction")
 
 func (e *Env) sqlStep(readOnly bool, fn func(ctx context.Context, tx *store.SQLTx) (any, error)) (_ json.RawMessage, err error) {
-	kind := "sql"
+	kind := kindSQL
 	if readOnly {
-		kind = "sql-query"
+		kind = kindSQLQuery
 	}
 	defer e.traceStep(kind)(&err)
 	tr, ok := e.rt.cfg.Store.Driver().(store.SQLTransactor)
@@ -128,7 +151,11 @@ func (e *Env) sqlStep(readOnly bool, fn func(ctx context.Context, tx *store.SQLT
 		if err != nil {
 			return nil, e.fail(err)
 		}
-		e.unlogged = append(e.unlogged, unloggedEntry{step: step, value: v})
+		entry := unloggedEntry{step: step, value: v, kind: kindSQLQuery}
+		if e.rt.capturing() {
+			entry.at = e.rt.now()
+		}
+		e.unlogged = append(e.unlogged, entry)
 		return oc.result()
 	}
 
@@ -209,8 +236,11 @@ func (e *Env) logSQL(st *store.Table, logRow store.Key, oc sqlOutcome) (logged [
 	if err != nil {
 		return nil, err
 	}
-	r, err := st.Update(e.ctx, logRow, store.RowAbsent(), store.Update{
-		store.SetAttr(store.Attr(attrKind), "sql"), store.SetAttr(store.Attr(attrValue), v)})
+	upd := store.Update{store.SetAttr(store.Attr(attrKind), kindSQL), store.SetAttr(store.Attr(attrValue), v)}
+	if e.rt.capturing() {
+		upd = append(upd, store.SetAttr(store.Attr(attrAt), e.rt.now()))
+	}
+	r, err := st.Update(e.ctx, logRow, store.RowAbsent(), upd)
 	if err != nil || r.Applied {
 		return nil, err
 	}

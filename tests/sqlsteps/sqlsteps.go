@@ -1,6 +1,7 @@
 // Package sqlsteps is the adversarial suite of SQL steps (ssf.RunSQL, ssf.QuerySQL) on the
 // relational stores: a payments SSF whose transfers run as SQL on the application's own tables
-// (accounts, a ledger without a unique key, an audit table), between item reads and writes, is
+// (accounts, a ledger without a unique key), between item reads and writes, and which calls an
+// auditor SSF whose own SQL step writes an audit table (a table without a unique key too), is
 // crashed at every injection point, run as overlapping duplicate executions with random
 // crashes, and paused at every point of an execution while another finishes the instance and
 // the garbage collector reclaims its logs. Every run must end with the state of one clean run:
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/internal/crashkit"
 	"github.com/ssfkit/ssfkit/internal/faults"
@@ -32,6 +34,7 @@ import (
 
 const (
 	payments = "payments"
+	auditor  = "auditor"
 	lifetime = time.Hour
 	gcBound  = 2 * time.Hour
 )
@@ -52,7 +55,7 @@ type Receipt struct {
 type tables struct{ accounts, ledger, audit string }
 
 // handler is the payments SSF: a read-only query, an item read, a transfer as one SQL step
-// (which may fail, and the failure is logged), an item write, and an audit SQL step.
+// (which may fail, and the failure is logged), an item write, and a call to the auditor.
 func handler(tb tables) ssf.Handler {
 	return ssf.Typed(func(env *ssf.Env, in Transfer) (Receipt, error) {
 		if in.From == "" { // the setup request
@@ -101,13 +104,27 @@ func handler(tb tables) ssf.Handler {
 		if err := env.Write("receipts", env.InstanceID(), after); err != nil {
 			return Receipt{}, err
 		}
-		if _, err := ssf.RunSQL(env, func(ctx context.Context, tx *store.SQLTx) (bool, error) {
-			_, err := tx.Exec(ctx, `INSERT INTO `+tb.audit+` (instance, fee) VALUES ($1, $2)`, env.InstanceID(), fee)
-			return err == nil, err
-		}); err != nil {
+		// The audit row is another SSF's SQL step, called synchronously.
+		if _, err := env.SyncInvoke(auditor, Audit{Transfer: env.InstanceID(), Fee: fee}); err != nil {
 			return Receipt{}, err
 		}
 		return Receipt{Balance: after}, nil
+	})
+}
+
+// Audit is the auditor's input.
+type Audit struct {
+	Transfer string `json:"transfer"`
+	Fee      int64  `json:"fee"`
+}
+
+// auditHandler is the auditor SSF: one SQL step on its own store, in the same database.
+func auditHandler(tb tables) ssf.Handler {
+	return ssf.Typed(func(env *ssf.Env, in Audit) (bool, error) {
+		return ssf.RunSQL(env, func(ctx context.Context, tx *store.SQLTx) (bool, error) {
+			_, err := tx.Exec(ctx, `INSERT INTO `+tb.audit+` (instance, fee) VALUES ($1, $2)`, in.Transfer, in.Fee)
+			return err == nil, err
+		})
 	})
 }
 
@@ -129,16 +146,23 @@ var opening = map[string]int64{"alice": 100, "bob": 60, "carol": 40}
 
 const fee = 2
 
-// world is one payments SSF on a fresh table and fresh SQL tables.
+// world is the payments and auditor SSFs on fresh tables, and fresh SQL tables.
 type world struct {
 	host  *local.Host
-	rt    *ssf.Runtime
+	rt    *ssf.Runtime // payments
+	rts   map[string]*ssf.Runtime
 	sql   store.SQLTransactor
 	tb    tables
 	clock *testclock.Manual
 }
 
 func newWorld(t suite.T, newStore testtables.Factory, faults ssf.FaultInjector) *world {
+	return newCapturingWorld(t, newStore, faults, nil)
+}
+
+// newCapturingWorld is newWorld with the SSFs capturing their provenance in full into sink
+// (nil: no capture).
+func newCapturingWorld(t suite.T, newStore testtables.Factory, faults ssf.FaultInjector, sink provenance.Sink) *world {
 	table := newStore(t, payments)
 	tr, ok := table.Driver().(store.SQLTransactor)
 	if !ok {
@@ -154,16 +178,28 @@ func newWorld(t suite.T, newStore testtables.Factory, faults ssf.FaultInjector) 
 	for id, b := range opening {
 		w.exec(t, fmt.Sprintf(`INSERT INTO %s (id, balance) VALUES ('%s', %d)`, w.tb.accounts, id, b))
 	}
-	rt, err := w.host.Add(ssf.Config{
-		Name: payments, Store: table, Handler: handler(w.tb), RowCapacity: 2,
-		Lifetime: lifetime, GCBound: gcBound, RelaunchDelay: time.Nanosecond, Clock: w.clock, Faults: faults,
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		MaxAttempts: -1, // injected crashes are not deterministic failures: every instance must finish
-	})
-	if err != nil {
-		t.Fatal(err)
+	w.rts = map[string]*ssf.Runtime{}
+	for name, h := range map[string]ssf.Handler{payments: handler(w.tb), auditor: auditHandler(w.tb)} {
+		st := table
+		if name != payments {
+			st = newStore(t, name)
+		}
+		level := provenance.CaptureOff
+		if sink != nil {
+			level = provenance.CaptureFull
+		}
+		rt, err := w.host.Add(ssf.Config{
+			Name: name, Store: st, Handler: h, RowCapacity: 2, Provenance: level, ProvenanceSink: sink,
+			Lifetime: lifetime, GCBound: gcBound, RelaunchDelay: time.Nanosecond, Clock: w.clock, Faults: faults,
+			Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+			MaxAttempts: -1, // injected crashes are not deterministic failures: every instance must finish
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.rts[name] = rt
 	}
-	w.rt = rt
+	w.rt = w.rts[payments]
 	t.Cleanup(func() {
 		w.host.Close()
 		w.exec(t, `DROP TABLE `+w.tb.accounts, `DROP TABLE `+w.tb.ledger, `DROP TABLE `+w.tb.audit)
@@ -260,8 +296,10 @@ func (w *world) state(t suite.T, ids []string) state {
 	for k, v := range items {
 		s.Items[k] = string(v)
 	}
-	if c := w.rt.Stats().Corruptions; c != 0 {
-		t.Fatalf("%d corruptions detected", c)
+	for name, rt := range w.rts {
+		if c := rt.Stats().Corruptions; c != 0 {
+			t.Fatalf("%s detected %d corruptions", name, c)
+		}
 	}
 	return s
 }
@@ -289,7 +327,7 @@ func ids(n int) []string {
 func (w *world) runSequential(t suite.T, transfers []Transfer) {
 	for i, tr := range transfers {
 		crashkit.Submit(t, w.host, w.rt, ids(len(transfers))[i], tr)
-		crashkit.Drain(t, w.host, w.clock, map[string]*ssf.Runtime{payments: w.rt})
+		crashkit.Drain(t, w.host, w.clock, w.rts)
 	}
 }
 
@@ -348,7 +386,7 @@ func overlapping(t suite.T, newStore testtables.Factory, transfers []Transfer, w
 				wg.Go(func() { crashkit.Submit(t, w.host, w.rt, id, tr) })
 			}
 			wg.Wait()
-			crashkit.Drain(t, w.host, w.clock, map[string]*ssf.Runtime{payments: w.rt})
+			crashkit.Drain(t, w.host, w.clock, w.rts)
 		}
 		inj.Enable(false)
 		if d := w.state(t, ids(len(transfers))).diff(want); d != "" {
@@ -386,7 +424,7 @@ func paused(t suite.T, newStore testtables.Factory, transfers []Transfer, want s
 			case err := <-first: // the execution ended before its k-th point
 				pause.disarm()
 				if err != nil {
-					crashkit.Drain(t, w.host, w.clock, map[string]*ssf.Runtime{payments: w.rt})
+					crashkit.Drain(t, w.host, w.clock, w.rts)
 				}
 				continue
 			}
@@ -399,15 +437,19 @@ func paused(t suite.T, newStore testtables.Factory, transfers []Transfer, want s
 				}
 				// The instance finished without the paused execution: outlive every bound.
 				w.clock.Advance(lifetime + gcBound + time.Minute)
-				if _, err := w.rt.CollectGarbage(ctx); err != nil {
-					t.Fatal(err)
+				for _, rt := range w.rts {
+					if _, err := rt.CollectGarbage(ctx); err != nil {
+						t.Fatal(err)
+					}
 				}
 				w.clock.Advance(gcBound + time.Minute)
-				r, err := w.rt.CollectGarbage(ctx)
-				if err != nil {
-					t.Fatal(err)
+				for _, rt := range w.rts {
+					r, err := rt.CollectGarbage(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reclaimed += r.IntentsRemoved
 				}
-				reclaimed += r.IntentsRemoved
 				pause.release()
 				// Fenced off, or (paused before it saw the instance) answered from the result.
 				if err := <-first; err == nil {
@@ -421,10 +463,10 @@ func paused(t suite.T, newStore testtables.Factory, transfers []Transfer, want s
 				pause.release()
 				<-first
 				if err := <-second; err != nil {
-					crashkit.Drain(t, w.host, w.clock, map[string]*ssf.Runtime{payments: w.rt})
+					crashkit.Drain(t, w.host, w.clock, w.rts)
 				}
 			}
-			crashkit.Drain(t, w.host, w.clock, map[string]*ssf.Runtime{payments: w.rt})
+			crashkit.Drain(t, w.host, w.clock, w.rts)
 		}
 		if d := w.state(t, ids(len(transfers))).diff(want); d != "" {
 			t.Fatalf("paused at point %d of each transfer: %s", k, d)

@@ -4,6 +4,7 @@ package terraform
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -422,7 +423,8 @@ func runBankOn(t *testing.T, moto string, ssfs map[string]deploy.SSF) {
 		}
 		receipts[id] = r
 	}
-	// The audits arrive through SQS: wait until the ledger has them all.
+	// The audits arrive through SQS: wait until the ledger has them all and every instance has
+	// finished (an audit's effects are visible before its done mark and index cleanup land).
 	deadline := time.Now().Add(time.Minute)
 	for {
 		items, err := bank.Snapshot(ctx, runtimes)
@@ -430,6 +432,11 @@ func runBankOn(t *testing.T, moto string, ssfs map[string]deploy.SSF) {
 			t.Fatal(err)
 		}
 		err = bank.Check(opening, receipts, transfers, items)
+		for name, rt := range runtimes {
+			if n, perr := rt.Pending(ctx); err == nil && (perr != nil || n != 0) {
+				err = fmt.Errorf("%s: %d instances unfinished (%v)", name, n, perr)
+			}
+		}
 		if err == nil {
 			break
 		}

@@ -166,7 +166,7 @@ func (s *Sink) Export(ctx context.Context, batch string, recs []provenance.Recor
 		for _, e := range r.Events {
 			ev := DataEventRow{SSF: v.SSF, InstanceID: v.ID, Incarnation: v.Incarnation, Step: int64(e.Step), Kind: e.Kind,
 				ItemTable: e.Table, ItemKey: e.Key, Version: e.Version, Shadow: e.Shadow, AtNS: e.At, Digest: opt(e.Digest), Value: opt(string(e.Value))}
-			if e.Kind == provenance.EventWrite {
+			if e.HasOutcome() {
 				applied := e.Applied
 				ev.Applied = &applied
 			}

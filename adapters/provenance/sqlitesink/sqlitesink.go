@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -84,7 +85,7 @@ CREATE TABLE IF NOT EXISTS data_events (
   instance_id TEXT NOT NULL,
   incarnation TEXT NOT NULL,
   step        INTEGER NOT NULL,
-  kind        TEXT NOT NULL CHECK (kind IN ('read', 'write')),
+  kind        TEXT NOT NULL CHECK (kind IN ('read', 'write', 'sql', 'sql-query')),
   item_table  TEXT NOT NULL,
   item_key    TEXT NOT NULL,
   version     INTEGER,
@@ -125,7 +126,40 @@ func Open(ctx context.Context, path string, retention time.Duration) (*Sink, err
 		db.Close()
 		return nil, fmt.Errorf("provenance sink %s: creating tables: %w", path, err)
 	}
+	if err := migrateEventKinds(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("provenance sink %s: %w", path, err)
+	}
 	return &Sink{db: db, retention: retention}, nil
+}
+
+// migrateEventKinds rebuilds a data_events table made before SQL steps, whose CHECK admits only
+// reads and writes (SQLite cannot alter a constraint), keeping its rows.
+func migrateEventKinds(ctx context.Context, db *sql.DB) error {
+	var ddl string
+	if err := db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'data_events'`).Scan(&ddl); err != nil {
+		return fmt.Errorf("reading the data_events table's definition: %w", err)
+	}
+	if !strings.Contains(ddl, "kind IN ('read', 'write')") {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	for _, stmt := range []string{
+		`DROP INDEX IF EXISTS data_events_item`,
+		`ALTER TABLE data_events RENAME TO data_events_before_sql_steps`,
+		Schema, // creates data_events (and its index) anew; the other tables exist
+		`INSERT INTO data_events SELECT * FROM data_events_before_sql_steps`,
+		`DROP TABLE data_events_before_sql_steps`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("admitting SQL steps' events in data_events: %w", err)
+		}
+	}
+	return tx.Commit()
 }
 
 // OpenDB opens the provenance database at path for SQL (readOnly for queries: it must exist).
@@ -185,7 +219,7 @@ func (s *Sink) Export(ctx context.Context, _ string, recs []provenance.Record) e
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO data_events (ssf, instance_id, incarnation, step, kind,
 				item_table, item_key, version, applied, shadow, at_ns, digest, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				v.SSF, v.ID, v.Incarnation, e.Step, e.Kind, e.Table, e.Key, version,
-				nullInt(e.Kind == provenance.EventWrite, boolInt(e.Applied)), e.Shadow, e.At, null(e.Digest), e.Value); err != nil {
+				nullInt(e.HasOutcome(), boolInt(e.Applied)), e.Shadow, e.At, null(e.Digest), e.Value); err != nil {
 				return fmt.Errorf("provenance: storing step %d of %s/%s: %w", e.Step, v.SSF, v.ID, err)
 			}
 		}

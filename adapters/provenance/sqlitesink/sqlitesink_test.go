@@ -100,3 +100,42 @@ func TestBadSinkURLsAreRefused(t *testing.T) {
 		t.Error("capture level everything accepted")
 	}
 }
+
+// A database made before SQL steps (its data_events admitted only reads and writes) takes their
+// events once opened again, and keeps the events it had.
+func TestOldDatabaseAdmitsSQLStepEvents(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db, err := sqlitesink.OpenDB(ctx, path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(sqlitesink.Schema, "kind IN ('read', 'write', 'sql', 'sql-query')", "kind IN ('read', 'write')", 1)
+	if old == sqlitesink.Schema {
+		t.Fatal("the schema's kind constraint changed: update this test's idea of the old one")
+	}
+	if _, err := db.Exec(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO data_events (ssf, instance_id, incarnation, step, kind, item_table, item_key, shadow, at_ns)
+		VALUES ('orders', 'before', 'x', 0, 'read', 't', 'k', 0, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	withSQL := record("b", time.Now())
+	withSQL.Events = append(withSQL.Events, provenance.DataEvent{Step: 3, Kind: "sql", Applied: true, Digest: "s"},
+		provenance.DataEvent{Step: 4, Kind: "sql-query", Applied: true, Digest: "q"})
+	for _, recs := range [][]provenance.Record{{record("a", time.Now())}, {withSQL}} {
+		s, err := sqlitesink.Open(ctx, path, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Export(ctx, "b", recs); err != nil {
+			t.Fatalf("export to a database made before SQL steps: %v", err)
+		}
+		s.Close()
+	}
+	if i, e, _ := count(t, path); i != 2 || e != 7 {
+		t.Fatalf("%d invocations and %d events, want 2 and 7 (the one from before kept)", i, e)
+	}
+}

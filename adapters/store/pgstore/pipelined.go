@@ -79,8 +79,14 @@ func (t *pipelinedTx) Query(ctx context.Context, sql string, args ...any) (pgx.R
 }
 
 func (t *pipelinedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := t.Query(ctx, sql, args...)
-	return &firstRow{rows: rows, err: err}
+	br, err := t.send(ctx, sql, args)
+	switch {
+	case err != nil:
+		return errRow{err}
+	case br == nil:
+		return t.conn.QueryRow(ctx, sql, args...)
+	}
+	return batchRow{row: br.QueryRow(), br: br}
 }
 
 // commit commits, reporting a transaction the server had aborted (its COMMIT answers ROLLBACK)
@@ -136,26 +142,21 @@ func (r *batchRows) Close() {
 	}
 }
 
-// firstRow is QueryRow's result: the first row, or pgx.ErrNoRows.
-type firstRow struct {
-	rows pgx.Rows
-	err  error
+// batchRow is a row read from a batch, which closes once the row is scanned.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
 }
 
-func (r *firstRow) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
 	}
-	defer r.rows.Close()
-	if !r.rows.Next() {
-		if err := r.rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := r.rows.Scan(dest...); err != nil {
-		return err
-	}
-	r.rows.Close()
-	return r.rows.Err()
+	return err
 }
+
+// errRow is a row whose statement could not be sent.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
