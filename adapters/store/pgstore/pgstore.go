@@ -16,6 +16,7 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -312,11 +313,12 @@ func createFirst(c store.Cond) bool {
 
 // Scan implements store.Driver.
 func (d *Driver) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
-	rows, err := d.scan(ctx, d.pool, partition, opts)
+	rows, err := d.scan(ctx, d.pool, partition, opts, nil)
 	return rows, d.wrap(ctx, err)
 }
 
-func (d *Driver) scan(ctx context.Context, q conn, partition string, opts store.ScanOptions) ([]store.Row, error) {
+// scan reads a partition; seen, if set, gets every row's attributes as stored.
+func (d *Driver) scan(ctx context.Context, q conn, partition string, opts store.ScanOptions, seen func(store.Key, []byte)) ([]store.Row, error) {
 	order := "ASC"
 	if opts.Reverse {
 		order = "DESC"
@@ -338,6 +340,9 @@ func (d *Driver) scan(ctx context.Context, q conn, partition string, opts store.
 			return nil, err
 		}
 		key := store.Key{Partition: partition, Sort: sk}
+		if seen != nil {
+			seen(key, blob)
+		}
 		a, err := store.DecodeProjected(blob, opts.Projection)
 		if err != nil {
 			return nil, fmt.Errorf("row %s: %w", key, err)
@@ -376,7 +381,7 @@ func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.C
 // Transact implements store.Transactor: fn's operations run in one read-committed
 // transaction, each conditional update under a row lock held until the commit.
 func (d *Driver) Transact(ctx context.Context, fn func(tx store.Driver) error) error {
-	return d.transact(ctx, func(tx *pipelinedTx) error { return fn(txDriver{d: d, tx: tx}) })
+	return d.transact(ctx, func(tx *pipelinedTx) error { return fn(newTxDriver(d, tx)) })
 }
 
 // TransactSQL implements store.SQLTransactor: fn's rows and statements share one
@@ -391,7 +396,7 @@ func (d *Driver) TransactSQL(ctx context.Context, readOnly bool, fn func(kv stor
 	for {
 		conflict := false
 		err := d.attempt(ctx, opts, func(tx *pipelinedTx) error {
-			return fn(txDriver{d: d, tx: tx}, sqlConn{d: d, tx: tx, conflict: &conflict})
+			return fn(newTxDriver(d, tx), sqlConn{d: d, tx: tx, conflict: &conflict})
 		})
 		if conflict || retryable(err) {
 			continue
@@ -494,10 +499,45 @@ func (d *Driver) attempt(ctx context.Context, opts pgx.TxOptions, body func(*pip
 	return d.wrap(ctx, tx.commit(ctx))
 }
 
-// txDriver is the Driver that Transact hands to its function.
+// txDriver is the Driver that Transact hands to its function. It keeps the rows its scans
+// returned as they were read: an update of one of them whose condition holds there is one
+// compare-and-swap UPDATE (applied only if the row is still those bytes), instead of a
+// SELECT ... FOR UPDATE and an UPDATE. The runtime's DAAL writes update the tail their scan
+// found, so each saves a statement and a round trip.
 type txDriver struct {
-	d  *Driver
-	tx *pipelinedTx
+	d    *Driver
+	tx   *pipelinedTx
+	read map[store.Key][]byte
+}
+
+func newTxDriver(d *Driver, tx *pipelinedTx) txDriver {
+	return txDriver{d: d, tx: tx, read: map[store.Key][]byte{}}
+}
+
+// update applies u, first as a compare-and-swap on the row as this transaction's scan read it.
+// The swap applies only where the row's bytes are still those (the condition held on that
+// state, which is then the current one), and its UPDATE locks the row to the end, as the
+// locked path does; otherwise (the condition fails there, or the row changed) the locked path
+// decides on the current row.
+func (t txDriver) update(ctx context.Context, u store.BatchUpdate) (store.UpdateResult, error) {
+	if old, ok := t.read[u.Key]; ok {
+		delete(t.read, u.Key)
+		if cur, err := store.DecodeAttrs(old); err == nil {
+			if res, blob, err := u.Evaluate(cur, true, t.d.limits.MaxRowBytes); err == nil && res.Applied {
+				sum := sha256.Sum256(old)
+				tag, err := t.tx.Exec(ctx, `UPDATE `+t.d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
+					u.Key.Partition, u.Key.Sort, blob, sum[:])
+				if err != nil {
+					return store.UpdateResult{}, err
+				}
+				if tag.RowsAffected() == 1 {
+					t.read[u.Key] = blob // locked by this transaction now: it stays these bytes
+					return res, nil
+				}
+			}
+		}
+	}
+	return t.d.update(ctx, t.tx, u)
 }
 
 func (t txDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
@@ -509,7 +549,7 @@ func (t txDriver) Update(ctx context.Context, key store.Key, cond store.Cond, up
 	if err := upd.Validate(); err != nil {
 		return store.UpdateResult{}, err
 	}
-	r, err := t.d.update(ctx, t.tx, store.BatchUpdate{Key: key, Cond: cond, Update: upd})
+	r, err := t.update(ctx, store.BatchUpdate{Key: key, Cond: cond, Update: upd})
 	return r, t.d.wrap(ctx, err)
 }
 
@@ -519,16 +559,24 @@ func (t txDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]s
 			return nil, err
 		}
 	}
-	rs, err := t.d.updateAll(ctx, t.tx, ups)
-	return rs, t.d.wrap(ctx, err)
+	rs := make([]store.UpdateResult, len(ups))
+	for i, u := range ups {
+		r, err := t.update(ctx, u)
+		if err != nil {
+			return nil, t.d.wrap(ctx, err)
+		}
+		rs[i] = r
+	}
+	return rs, nil
 }
 
 func (t txDriver) Scan(ctx context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
-	rows, err := t.d.scan(ctx, t.tx, partition, opts)
+	rows, err := t.d.scan(ctx, t.tx, partition, opts, func(key store.Key, blob []byte) { t.read[key] = blob })
 	return rows, t.d.wrap(ctx, err)
 }
 
 func (t txDriver) Delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
+	delete(t.read, key)
 	ok, err := t.d.delete(ctx, t.tx, key, cond)
 	return ok, t.d.wrap(ctx, err)
 }

@@ -159,3 +159,70 @@ func TestCreateOnlyIsOneStatement(t *testing.T) {
 		t.Errorf("two deletes without a condition, one in a transaction: %d statements, want 1 + 3", got)
 	}
 }
+
+// Inside a transaction, updating a row the transaction's scan read is one compare-and-swap
+// UPDATE; a row another writer changed since the scan is decided on its current state, not on
+// what the scan saw.
+func TestScannedRowIsUpdatedInOneStatement(t *testing.T) {
+	ctx := context.Background()
+	base, err := pgtest.DurableBaseURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := store.Open(ctx, base+"?table=scanned_rows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		t.Fatal(err)
+	}
+	statements := func() int64 {
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(calls) FILTER (WHERE query ~* '\yscanned_rows\y|^commit|^rollback'), 0)::bigint
+			+ coalesce(sum(calls) FILTER (WHERE query ~* '^(commit|rollback)'), 0)::bigint FROM pg_stat_statements`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	d := tbl.Driver()
+	key := store.Key{Partition: "p", Sort: "row"}
+	v := func(n int64) store.Update { return store.Update{store.SetAttr(store.Path{"v"}, n)} }
+	if _, err := d.Update(ctx, key, store.Always(), v(1)); err != nil {
+		t.Fatal(err)
+	}
+	before := statements()
+	var r store.UpdateResult
+	if err := d.(store.Transactor).Transact(ctx, func(tx store.Driver) (err error) {
+		if _, err := tx.Scan(ctx, "p", store.ScanOptions{Projection: []store.Path{}}); err != nil {
+			return err
+		}
+		r, err = tx.Update(ctx, key, store.Equal(store.Path{"v"}, int64(1)), v(2))
+		return err
+	}); err != nil || !r.Applied || r.Attrs["v"] != int64(2) {
+		t.Fatalf("update of a scanned row: %+v %v", r, err)
+	}
+	if got := statements() - before; got != 4 { // BEGIN with the scan, UPDATE, COMMIT
+		t.Errorf("scan and update in a transaction: %d statements, want 4", got)
+	}
+	if err := d.(store.Transactor).Transact(ctx, func(tx store.Driver) (err error) {
+		if _, err := tx.Scan(ctx, "p", store.ScanOptions{}); err != nil {
+			return err
+		}
+		if _, err := d.Update(ctx, key, store.Always(), v(10)); err != nil { // another writer, committed
+			return err
+		}
+		r, err = tx.Update(ctx, key, store.Equal(store.Path{"v"}, int64(2)), v(3))
+		return err
+	}); err != nil || r.Applied || r.Attrs["v"] != int64(10) {
+		t.Fatalf("update of a row changed since the scan: %+v %v, want refused on the current row (v 10)", r, err)
+	}
+	if a, _, err := d.Get(ctx, key); err != nil || a["v"] != int64(10) {
+		t.Fatalf("the row holds %v (%v), want the other writer's 10", a, err)
+	}
+}
