@@ -9,7 +9,9 @@
 // row, or that usually creates it (the runtime's log entries, intents and index entries), tries
 // that INSERT first, alone: one statement (and no transaction of its own outside one) when the
 // row is absent. A delete without a condition is one statement. Batches (store.Batcher) run in
-// one transaction, one commit. store.Transactor puts any sequence of operations in one transaction: the runtime's
+// one transaction, one commit, and a transaction's BEGIN travels with its first statement.
+// Inside a transaction, an update of a row the transaction's scan read is a compare-and-swap on
+// the bytes read (one UPDATE), falling back to the locked read when the row changed. store.Transactor puts any sequence of operations in one transaction: the runtime's
 // faster path, which writes an SSF's log entries and data in one commit (Beldi §8, Apiary).
 // transactions=off hides it, so the runtime takes its portable path (for comparisons).
 package pgstore
