@@ -70,34 +70,7 @@ func TestOpenErrors(t *testing.T) {
 // counted by pg_stat_statements on the durable cluster, which loads it.
 func TestCreateOnlyIsOneStatement(t *testing.T) {
 	ctx := context.Background()
-	base, err := pgtest.DurableBaseURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := store.Open(ctx, base+"?table=create_only")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Close()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
-		t.Fatalf("the durable cluster has no pg_stat_statements (internal/pgtest preloads it from PostgreSQL's lib directory): %v", err)
-	}
-	statements := func() int64 {
-		var n int64
-		// A BEGIN pipelined with the first statement (the extended protocol) is not in
-		// pg_stat_statements: it counts as the COMMIT or ROLLBACK that ended its transaction.
-		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(calls) FILTER (WHERE query ~* '\ycreate_only\y|^commit|^rollback'), 0)::bigint
-			+ coalesce(sum(calls) FILTER (WHERE query ~* '^(commit|rollback)'), 0)::bigint FROM pg_stat_statements`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	d := tbl.Driver()
+	d, statements := countedTable(t, "create_only")
 	set := store.Update{store.SetAttr(store.Path{"v"}, int64(1))}
 	for i, c := range []struct {
 		name string
@@ -165,32 +138,7 @@ func TestCreateOnlyIsOneStatement(t *testing.T) {
 // what the scan saw.
 func TestScannedRowIsUpdatedInOneStatement(t *testing.T) {
 	ctx := context.Background()
-	base, err := pgtest.DurableBaseURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := store.Open(ctx, base+"?table=scanned_rows")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Close()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
-		t.Fatal(err)
-	}
-	statements := func() int64 {
-		var n int64
-		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(calls) FILTER (WHERE query ~* '\yscanned_rows\y|^commit|^rollback'), 0)::bigint
-			+ coalesce(sum(calls) FILTER (WHERE query ~* '^(commit|rollback)'), 0)::bigint FROM pg_stat_statements`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	d := tbl.Driver()
+	d, statements := countedTable(t, "scanned_rows")
 	key := store.Key{Partition: "p", Sort: "row"}
 	v := func(n int64) store.Update { return store.Update{store.SetAttr(store.Path{"v"}, n)} }
 	if _, err := d.Update(ctx, key, store.Always(), v(1)); err != nil {
@@ -224,5 +172,37 @@ func TestScannedRowIsUpdatedInOneStatement(t *testing.T) {
 	}
 	if a, _, err := d.Get(ctx, key); err != nil || a["v"] != int64(10) {
 		t.Fatalf("the row holds %v (%v), want the other writer's 10", a, err)
+	}
+}
+
+// countedTable opens table on the durable cluster and returns its driver and a count of the
+// statements run on it so far (with every COMMIT and ROLLBACK, and a BEGIN for each: a BEGIN
+// pipelined with the first statement, in the extended protocol, is not in pg_stat_statements).
+func countedTable(t *testing.T, table string) (store.Driver, func() int64) {
+	ctx := context.Background()
+	base, err := pgtest.DurableBaseURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := store.Open(ctx, base+"?table="+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tbl.Close() })
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		t.Fatalf("the durable cluster has no pg_stat_statements (internal/pgtest preloads it from PostgreSQL's lib directory): %v", err)
+	}
+	return tbl.Driver(), func() int64 {
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(calls) FILTER (WHERE query ~* ('\y' || $1 || '\y|^commit|^rollback')), 0)::bigint
+			+ coalesce(sum(calls) FILTER (WHERE query ~* '^(commit|rollback)'), 0)::bigint FROM pg_stat_statements`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 }
