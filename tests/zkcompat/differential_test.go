@@ -162,7 +162,9 @@ quit
 `
 
 // zkCli runs zkCliScript against server and returns what it printed, without what differs
-// between servers by design (zxids, times, the address).
+// between servers by design (zxids, times, the address). zkCli's event thread prints a watcher
+// notification ("WATCHER::", the event, blank lines) whenever the event arrives, between any
+// two commands' output: notifications are counted at the end instead of kept in place.
 func zkCli(t *testing.T, server string) string {
 	t.Helper()
 	cmd := javaClient(t, "org.apache.zookeeper.ZooKeeperMain", "-server", server)
@@ -172,13 +174,17 @@ func zkCli(t *testing.T, server string) string {
 		t.Fatalf("zkCli against %s: %v\n%s", server, err, out)
 	}
 	var kept []string
+	notifications := 0
 	for _, l := range strings.Split(string(out), "\n") {
-		if zkCliVaries.MatchString(l) {
-			continue
+		switch {
+		case l == "WATCHER::":
+			notifications++
+		case l == "" || zkCliVaries.MatchString(l):
+		default:
+			kept = append(kept, l)
 		}
-		kept = append(kept, l)
 	}
-	return strings.Join(kept, "\n")
+	return strings.Join(append(kept, fmt.Sprintf("(%d watcher notifications)", notifications)), "\n")
 }
 
 var zkCliVaries = regexp.MustCompile(`^(cZxid|mZxid|pZxid|ctime|mtime) = |^Connecting to |^WatchedEvent .* zxid: `)
