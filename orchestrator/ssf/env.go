@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -602,8 +600,7 @@ func (e *Env) writeEvent(table, key string, value []byte, shadow bool) *dataEven
 	if !e.rt.capturing() {
 		return nil
 	}
-	sum := sha256.Sum256(value)
-	ev := &dataEvent{write: true, table: table, key: key, shadow: shadow, version: -1, digest: base64.RawURLEncoding.EncodeToString(sum[:])}
+	ev := &dataEvent{write: true, table: table, key: key, shadow: shadow, version: -1, digest: digest(value)}
 	if e.rt.cfg.Provenance == provenance.CaptureFull {
 		ev.value = value
 	}

@@ -239,11 +239,22 @@ func (rt *Runtime) atomically(ctx context.Context, key store.Key, fn func(st *st
 	if !ok {
 		return fn(rt.st)
 	}
-	err := tr.Transact(ctx, func(tx store.Driver) error {
-		if err := fn(store.NewTable(rt.wrapDriver(tx), rt.st.Name())); err != nil {
-			return err
-		}
-		if err := checkFence(ctx); err != nil { // the commit is a request of its own
+	return rt.committing(ctx, key, func(beforeCommit func() error) error {
+		return tr.Transact(ctx, func(tx store.Driver) error {
+			if err := fn(store.NewTable(rt.wrapDriver(tx), rt.st.Name())); err != nil {
+				return err
+			}
+			return beforeCommit()
+		})
+	})
+}
+
+// committing runs a store transaction, whose body calls beforeCommit last: the commit is a
+// request of its own, checked against the execution's fence, with its fault points at key
+// (before: a crash rolls everything back; after: it committed, the reply is lost).
+func (rt *Runtime) committing(ctx context.Context, key store.Key, transact func(beforeCommit func() error) error) error {
+	err := transact(func() error {
+		if err := checkFence(ctx); err != nil {
 			return err
 		}
 		return rt.inject(ctx, "commit", key, false)
@@ -326,7 +337,13 @@ func inputDigest(input json.RawMessage) string {
 			canonical = b
 		}
 	}
-	sum := sha256.Sum256(canonical)
+	return digest(canonical)
+}
+
+// digest is the SHA-256 of b, base64url: how inputs, written values and SQL steps' results are
+// named in intents and provenance.
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 

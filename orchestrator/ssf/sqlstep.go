@@ -2,8 +2,6 @@ package ssf
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,8 +80,7 @@ const (
 func sqlEvent(step int, kind string, logged []byte, at int64, full bool) provenance.DataEvent {
 	var oc sqlOutcome
 	failed := json.Unmarshal(logged, &oc) != nil || oc.Failed
-	sum := sha256.Sum256(logged)
-	ev := provenance.DataEvent{Step: step, Kind: kind, At: at, Applied: !failed, Digest: base64.RawURLEncoding.EncodeToString(sum[:])}
+	ev := provenance.DataEvent{Step: step, Kind: kind, At: at, Applied: !failed, Digest: digest(logged)}
 	if full {
 		ev.Value = logged
 	}
@@ -264,20 +261,14 @@ func (e *Env) loggedSQL(step int, v []byte) (json.RawMessage, error) {
 // and the application's statements, each request fenced and, under fault injection, with its
 // points (the statements' op is "sql"), and the commit's points at key, as atomically has.
 func (rt *Runtime) transactSQL(e *Env, tr store.SQLTransactor, readOnly bool, key store.Key, fn func(kv *store.Table, tx *store.SQLTx) error) error {
-	ctx := e.ctx
-	err := tr.TransactSQL(ctx, readOnly, func(kv store.Driver, c store.SQLConn) error {
-		if err := fn(store.NewTable(rt.wrapDriver(kv), rt.st.Name()), store.NewSQLTx(stepSQL{e: e, key: key, conn: c})); err != nil {
-			return err
-		}
-		if err := checkFence(ctx); err != nil {
-			return err
-		}
-		return rt.inject(ctx, "commit", key, false)
+	return rt.committing(e.ctx, key, func(beforeCommit func() error) error {
+		return tr.TransactSQL(e.ctx, readOnly, func(kv store.Driver, c store.SQLConn) error {
+			if err := fn(store.NewTable(rt.wrapDriver(kv), rt.st.Name()), store.NewSQLTx(stepSQL{e: e, key: key, conn: c})); err != nil {
+				return err
+			}
+			return beforeCommit()
+		})
 	})
-	if err != nil {
-		return err
-	}
-	return rt.inject(ctx, "commit", key, true)
 }
 
 // stepSQL is the SQLConn a SQL step's function uses: each statement is a request of the

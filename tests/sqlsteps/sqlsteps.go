@@ -241,26 +241,9 @@ func (w *world) state(t suite.T, ids []string) state {
 	ctx := context.Background()
 	s := state{Accounts: map[string]int64{}, Items: map[string]string{}, Results: map[string]string{}}
 	err := w.sql.TransactSQL(ctx, true, func(_ store.Driver, c store.SQLConn) error {
-		rows, err := c.Query(ctx, `SELECT id, balance FROM `+w.tb.accounts)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			var b int64
-			if err := rows.Scan(&id, &b); err != nil {
-				return err
-			}
-			s.Accounts[id] = b
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		for _, q := range []struct {
-			table string
-			into  *[]string
-		}{{w.tb.ledger, &s.Ledger}, {w.tb.audit, &s.Audit}} {
-			rows, err := c.Query(ctx, `SELECT * FROM `+q.table)
+		// Every table here is (text, bigint).
+		each := func(table string, row func(id string, n int64)) error {
+			rows, err := c.Query(ctx, `SELECT * FROM `+table)
 			if err != nil {
 				return err
 			}
@@ -270,12 +253,18 @@ func (w *world) state(t suite.T, ids []string) state {
 				if err := rows.Scan(&id, &n); err != nil {
 					return err
 				}
-				*q.into = append(*q.into, fmt.Sprintf("%s %d", id, n))
+				row(id, n)
 			}
-			if err := rows.Close(); err != nil {
+			return rows.Close()
+		}
+		if err := each(w.tb.accounts, func(id string, b int64) { s.Accounts[id] = b }); err != nil {
+			return err
+		}
+		for table, into := range map[string]*[]string{w.tb.ledger: &s.Ledger, w.tb.audit: &s.Audit} {
+			if err := each(table, func(id string, n int64) { *into = append(*into, fmt.Sprintf("%s %d", id, n)) }); err != nil {
 				return err
 			}
-			sort.Strings(*q.into)
+			sort.Strings(*into)
 		}
 		return nil
 	})
