@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -87,6 +88,34 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return &cliUsageError{err: fmt.Errorf("unknown benchmark %q (want %s)", args[0], want)}
 }
 
+// parseBenchFlags parses a benchmark's flags, with --cpuprofile added: the CPU profile of the
+// whole run (the store's driver included), which the caller's deferred stopProfile writes.
+func parseBenchFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (stopProfile func(), err error) {
+	path := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof FILE)")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if *path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(*path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --cpuprofile: %w", fs.Name(), err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: --cpuprofile: %w", fs.Name(), err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(stderr, "%s: --cpuprofile %s: %v\n", fs.Name(), *path, err)
+			return
+		}
+		fmt.Fprintf(stderr, "%s: wrote the CPU profile to %s\n", fs.Name(), *path)
+	}, nil
+}
+
 const storeFlagHelp = "store `URL`, e.g. sqlite:///abs/path.db?table=T or mem:// (default: a fresh SQLite file in a temporary directory, removed afterwards)"
 
 func benchOps(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -102,9 +131,11 @@ func benchOps(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.DAALRows, "daal-rows", bench.DefaultDAALRows, "rows of the pre-grown DAAL of the second configuration (0: skip it)")
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	rep, err := bench.RunOps(ctx, cfg, stderr)
 	if err != nil {
 		return err
@@ -123,9 +154,11 @@ func benchTracing(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&cfg.Block, "block", bench.DefaultBlock, "operations per block; off and on blocks alternate")
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	rep, err := bench.RunTracing(ctx, cfg, stderr)
 	if err != nil {
 		return err
@@ -145,9 +178,11 @@ func benchProvenance(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.IntVar(&cfg.Block, "block", bench.DefaultBlock, "operations per block; the levels' blocks alternate")
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	rep, err := bench.RunProvenance(ctx, cfg, stderr)
 	if err != nil {
 		return err
@@ -173,9 +208,11 @@ func benchPeers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	plotPath := fs.String("plot", "", "write a bar chart of the median latencies to `FILE` (.png or .svg)")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	for _, c := range strings.Split(*clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil {
@@ -215,9 +252,11 @@ func benchDAAL(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&cfg.Rate, "rate", bench.DefaultDAALRate, "instances started per second at most (0: as fast as they complete)")
 	outDir := fs.String("out-dir", ".", "`DIR` for daal.csv, daal.png and daal-latency.png")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	if fi, err := os.Stat(*outDir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("bench daal: --out-dir %s is not an existing directory", *outDir)
 	}
@@ -254,9 +293,11 @@ func benchTravel(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Uint64Var(&cfg.Seed, "seed", bench.DefaultTravelSeed, "seed of the data and the requests")
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	rep, err := bench.RunTravel(ctx, cfg, stderr)
 	if err != nil {
 		return err

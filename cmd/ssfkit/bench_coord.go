@@ -56,9 +56,11 @@ func benchCoord(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	plotPath := fs.String("plot", "", "write a PNG bar chart of the median latency per operation and target to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	if cfg.Ops < 1 || cfg.Warmup < 0 || cfg.Block < 1 || cfg.Clients < 1 || cfg.ThroughputOps < 1 || cfg.DataBytes < 0 || cfg.Tick <= 0 {
 		return &cliUsageError{err: fmt.Errorf("bench coord: --ops, --block, --clients and --throughput-ops must be at least 1, --warmup and --bytes at least 0, --tick positive")}
 	}
@@ -100,9 +102,11 @@ func benchCoordCost(ctx context.Context, args []string, stdout, stderr io.Writer
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	plotPath := fs.String("plot", "", "write a PNG chart of monthly cost against requests per day to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	if cfg.ReadFraction < 0 || cfg.ReadFraction > 1 || cfg.StoreRequestSeconds < 0 || cfg.Ensemble < 1 || cfg.Proxies < 0 || cfg.ProxyTickSeconds <= 0 {
 		return &cliUsageError{err: fmt.Errorf("bench coord-cost: --reads must be in [0, 1], --store-latency and --proxies at least 0, --ensemble at least 1, --proxy-tick positive")}
 	}

@@ -24,9 +24,11 @@ func benchTemporal(ctx context.Context, args []string, stdout, stderr io.Writer)
 	out := fs.String("out", "", "also write the Markdown report to `FILE`")
 	plotPath := fs.String("plot", "", "write a PNG bar chart of the per-step and activity-body medians and p99s to `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := parseFlags(fs, args); err != nil {
+	stopProfile, err := parseBenchFlags(fs, args, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	rep, err := bench.RunTemporal(ctx, cfg, stderr)
 	if err != nil {
 		return err

@@ -2,18 +2,21 @@
 //
 // URL: postgres://user:password@host:port/database?table=NAME&max_row_bytes=N (also
 // postgresql://). The table is created if missing: (pk text, sk text, attrs bytea, primary key
-// (pk, sk)). A conditional update runs in a read-committed transaction that locks the row
-// (SELECT ... FOR UPDATE), evaluates the condition with the portable evaluator, and writes;
-// creating a row that does not exist yet uses INSERT ... ON CONFLICT DO NOTHING and evaluates
-// again if another writer created it first. An update whose condition holds only on an absent
-// row, or that usually creates it (the runtime's log entries, intents and index entries), tries
-// that INSERT first, alone: one statement (and no transaction of its own outside one) when the
-// row is absent. A delete without a condition is one statement. Batches (store.Batcher) run in
-// one transaction, one commit, and a transaction's BEGIN travels with its first statement.
-// Inside a transaction, an update of a row the transaction's scan read is a compare-and-swap on
-// the bytes read (one UPDATE), falling back to the locked read when the row changed. store.Transactor puts any sequence of operations in one transaction: the runtime's
-// faster path, which writes an SSF's log entries and data in one commit (Beldi §8, Apiary).
-// transactions=off hides it, so the runtime takes its portable path (for comparisons).
+// (pk, sk)). Conditions are evaluated with the portable evaluator on the row as read, and the
+// write is a compare-and-swap on those bytes: a single conditional update or delete is a
+// SELECT and an UPDATE (or DELETE) ... WHERE sha256(attrs) = <the bytes read>, or an INSERT ...
+// ON CONFLICT DO NOTHING for a row read absent, two autocommit statements, evaluated again if
+// another writer got there in between. An update whose condition holds only on an absent row,
+// or that usually creates it (the runtime's log entries, intents and index entries), tries that
+// INSERT first: one statement when the row is absent. A delete without a condition is one
+// statement. Batches (store.Batcher) run in one read-committed transaction, one commit, each
+// update reading its row under a lock (SELECT ... FOR UPDATE); a transaction's BEGIN travels
+// with its first statement. Inside a transaction, an update of a row the transaction's scan
+// read is a compare-and-swap on the bytes read (one UPDATE), falling back to the locked read
+// when the row changed. store.Transactor puts any sequence of operations in one transaction:
+// the runtime's faster path, which writes an SSF's log entries and data in one commit (Beldi
+// §8, Apiary). transactions=off hides it, so the runtime takes its portable path (for
+// comparisons).
 package pgstore
 
 import (
@@ -185,12 +188,8 @@ func (d *Driver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, err
 }
 
 func (d *Driver) get(ctx context.Context, q conn, key store.Key, lock string) (store.Attrs, bool, error) {
-	var blob []byte
-	err := q.QueryRow(ctx, `SELECT attrs FROM `+d.table+` WHERE pk = $1 AND sk = $2`+lock, key.Partition, key.Sort).Scan(&blob)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
+	blob, found, err := d.getRaw(ctx, q, key, lock)
+	if err != nil || !found {
 		return nil, false, err
 	}
 	a, err := store.DecodeAttrs(blob)
@@ -198,6 +197,16 @@ func (d *Driver) get(ctx context.Context, q conn, key store.Key, lock string) (s
 		return nil, false, fmt.Errorf("row %s: %w", key, err)
 	}
 	return a, true, nil
+}
+
+// getRaw reads a row's attributes as stored; lock (" FOR UPDATE" or "") ends the SELECT.
+func (d *Driver) getRaw(ctx context.Context, q conn, key store.Key, lock string) ([]byte, bool, error) {
+	var blob []byte
+	err := q.QueryRow(ctx, `SELECT attrs FROM `+d.table+` WHERE pk = $1 AND sk = $2`+lock, key.Partition, key.Sort).Scan(&blob)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	return blob, err == nil, err
 }
 
 // Update implements store.Driver. An update that may only create the row is one autocommit
@@ -210,12 +219,50 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 	if res, created, err := d.create(ctx, d.pool, u); err != nil || created {
 		return res, d.wrap(ctx, err)
 	}
-	var res store.UpdateResult
-	err := d.transact(ctx, func(tx *pipelinedTx) (err error) {
-		res, err = d.updateLocked(ctx, tx, u) // the INSERT was tried
-		return d.wrap(ctx, err)
-	})
-	return res, err
+	res, err := d.updateSwapping(ctx, u)
+	return res, d.wrap(ctx, err)
+}
+
+// updateSwapping applies one conditional update outside a transaction without locking: it
+// reads the row, evaluates the condition on it, and writes with a compare-and-swap on the
+// bytes read (UPDATE ... WHERE sha256(attrs) = theirs, or INSERT ... ON CONFLICT DO NOTHING for
+// an absent row), two autocommit statements and one commit where the locked path takes a
+// transaction of four. A swap that finds the row changed since the read evaluates again on
+// the new state: each retry means another writer's update applied, so the loop makes
+// progress. The update takes effect at the swap, on the state the read saw, which is still
+// the row's; a condition that fails does at the read, whose snapshot is the row's state then.
+func (d *Driver) updateSwapping(ctx context.Context, u store.BatchUpdate) (store.UpdateResult, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return store.UpdateResult{}, err
+		}
+		old, exists, err := d.getRaw(ctx, d.pool, u.Key, "")
+		if err != nil {
+			return store.UpdateResult{}, err
+		}
+		var cur store.Attrs
+		if exists {
+			if cur, err = store.DecodeAttrs(old); err != nil {
+				return store.UpdateResult{}, fmt.Errorf("row %s: %w", u.Key, err)
+			}
+		}
+		res, blob, err := u.Evaluate(cur, exists, d.limits.MaxRowBytes)
+		if err != nil || !res.Applied {
+			return res, err
+		}
+		var tag pgconn.CommandTag
+		if exists {
+			sum := sha256.Sum256(old)
+			tag, err = d.pool.Exec(ctx, `UPDATE `+d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
+				u.Key.Partition, u.Key.Sort, blob, sum[:])
+		} else {
+			tag, err = d.pool.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+				u.Key.Partition, u.Key.Sort, blob)
+		}
+		if err != nil || tag.RowsAffected() == 1 {
+			return res, err
+		}
+	}
 }
 
 // UpdateBatch implements store.Batcher: every update in one transaction, one commit.
@@ -360,11 +407,28 @@ func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (de
 		deleted, err = d.delete(ctx, d.pool, key, cond)
 		return deleted, d.wrap(ctx, err)
 	}
-	err = d.transact(ctx, func(tx *pipelinedTx) (err error) {
-		deleted, err = d.delete(ctx, tx, key, cond)
-		return d.wrap(ctx, err)
-	})
-	return deleted, err
+	// As updateSwapping: read, evaluate, and delete the row only if it is still the bytes read.
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		old, exists, err := d.getRaw(ctx, d.pool, key, "")
+		if err != nil || !exists {
+			return false, d.wrap(ctx, err)
+		}
+		cur, err := store.DecodeAttrs(old)
+		if err != nil {
+			return false, fmt.Errorf("row %s: %w", key, err)
+		}
+		if !cond.Eval(cur, true) {
+			return false, nil
+		}
+		sum := sha256.Sum256(old)
+		tag, err := d.pool.Exec(ctx, `DELETE FROM `+d.table+` WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $3`, key.Partition, key.Sort, sum[:])
+		if err != nil || tag.RowsAffected() == 1 {
+			return err == nil, d.wrap(ctx, err)
+		}
+	}
 }
 
 func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.Cond) (bool, error) {

@@ -63,6 +63,7 @@ func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
 		{"ConcurrentCAS", testConcurrentCAS},
 		{"ConcurrentAdd", testConcurrentAdd},
 		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
+		{"ConcurrentConditionalDelete", testConcurrentConditionalDelete},
 	}
 	// Optional interfaces get their own tests when the driver has them.
 	var transactor, sqlTransactor bool
@@ -945,6 +946,87 @@ func testConcurrentAdd(t suite.T, d store.Driver) {
 	wg.Wait()
 	want := int64(casWorkers * (casAttempts / 2))
 	h{t, d}.expectRow(k, store.Attrs{"n": want, "m": map[string]any{"n": 2 * want}})
+}
+
+// Compare-and-swap increments race with a deleter that, whenever it reads an odd count, deletes
+// the row on that count and creates it again one higher. A delete applied to a count other than
+// the one its condition named would lose an increment: the final count must equal the
+// increments that reported success, the deleter's included.
+func testConcurrentConditionalDelete(t suite.T, d store.Driver) {
+	ctx := t.Context()
+	k := key("recycled")
+	h{t, d}.put(k, store.Attrs{"n": int64(0)})
+	var increments atomic.Int64
+	var workers sync.WaitGroup
+	done := make(chan struct{})
+	for range casWorkers / 2 {
+		workers.Go(func() {
+			for range casAttempts / 2 {
+				for {
+					a, found, err := d.Get(ctx, k)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !found {
+						continue // between the deleter's delete and its creation
+					}
+					old, _ := a["n"].(int64)
+					r, err := d.Update(ctx, k, store.Equal(store.Attr("n"), old), store.Update{store.SetAttr(store.Attr("n"), old+1)})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if r.Applied {
+						increments.Add(1)
+						break
+					}
+				}
+			}
+		})
+	}
+	deleter := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				deleter <- nil
+				return
+			default:
+			}
+			a, found, err := d.Get(ctx, k)
+			if err != nil || !found {
+				deleter <- fmt.Errorf("the deleter's read: found %v, %v", found, err)
+				return
+			}
+			old, _ := a["n"].(int64)
+			if old%2 == 0 {
+				continue
+			}
+			deleted, err := d.Delete(ctx, k, store.Equal(store.Attr("n"), old))
+			if err != nil || !deleted {
+				if err != nil {
+					deleter <- err
+					return
+				}
+				continue
+			}
+			r, err := d.Update(ctx, k, store.RowAbsent(), store.Update{store.SetAttr(store.Attr("n"), old+1)})
+			if err != nil || !r.Applied {
+				deleter <- fmt.Errorf("re-creating the row deleted at n=%d: %+v, %v (only the deleter creates it)", old, r, err)
+				return
+			}
+			increments.Add(1)
+		}
+	}()
+	workers.Wait()
+	close(done)
+	if err := <-deleter; err != nil {
+		t.Fatal(err)
+	}
+	if got := (h{t, d}).mustGet(k)["n"]; got != increments.Load() {
+		t.Errorf("after %d increments that applied (the deleter's re-creations included) the count is %#v", increments.Load(), got)
+	}
 }
 
 func testConcurrentCreate(t suite.T, d store.Driver) {
