@@ -7,12 +7,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ssfkit/ssfkit/adapters/provenance"
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -492,6 +493,19 @@ func (u unloggedEntry) isRecord() bool { return u.event != nil && u.event.write 
 // maxQueuedRecords of them wait) and returns the entries it left queued. It keeps the queue
 // itself: a transaction that rolls back (and may run again) must still have them.
 func (e *Env) flushTo(st *store.Table, all bool) (kept []unloggedEntry, err error) {
+	write, kept := e.toFlush(all)
+	if len(write) == 0 {
+		return kept, nil
+	}
+	rs, err := st.UpdateBatch(e.ctx, e.logEntries(write))
+	if err != nil {
+		return nil, err
+	}
+	return kept, e.checkFlushed(write, rs)
+}
+
+// toFlush splits the queued entries into those a flush writes and those it keeps queued.
+func (e *Env) toFlush(all bool) (write, kept []unloggedEntry) {
 	records := 0
 	for _, u := range e.unlogged {
 		if u.isRecord() {
@@ -499,7 +513,6 @@ func (e *Env) flushTo(st *store.Table, all bool) (kept []unloggedEntry, err erro
 		}
 	}
 	all = all || records >= maxQueuedRecords
-	var write []unloggedEntry
 	for _, u := range e.unlogged {
 		if u.isRecord() && !all {
 			kept = append(kept, u)
@@ -507,26 +520,78 @@ func (e *Env) flushTo(st *store.Table, all bool) (kept []unloggedEntry, err erro
 			write = append(write, u)
 		}
 	}
-	if len(write) == 0 {
-		return kept, nil
-	}
+	return write, kept
+}
+
+func (e *Env) logEntries(write []unloggedEntry) []store.BatchUpdate {
 	ups := make([]store.BatchUpdate, len(write))
 	for i, r := range write {
 		ups[i] = e.logEntry(r)
 	}
-	rs, err := st.UpdateBatch(e.ctx, ups)
-	if err != nil {
-		return nil, err
-	}
+	return ups
+}
+
+// checkFlushed checks the results of writing entries write: an entry another execution logged
+// first must hold the same value, or the executions diverged.
+func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error {
 	for i, r := range rs {
 		if write[i].isRecord() {
 			continue // the first record of a write stands: its outcome and version come from the DAAL
 		}
 		if logged, _ := r.Attrs[attrValue].([]byte); !r.Applied && !bytes.Equal(logged, write[i].value) {
-			return nil, fmt.Errorf("%w: step %d of instance %s", ErrDiverged, write[i].step, e.id)
+			return fmt.Errorf("%w: step %d of instance %s", ErrDiverged, write[i].step, e.id)
 		}
 	}
-	return kept, nil
+	return nil
+}
+
+// carryingFlush returns st with the queued entries a flush writes (see toFlush) carried by the
+// transaction's first update, in one batch with it, so a store that sends a batch's statements
+// together (pgstore) spends no round trip of their own on them; finish writes them if no
+// update carried them and checks their results. Only inside a store transaction: everything
+// commits together there, so the entries need not be written before the write they precede.
+func (e *Env) carryingFlush(st *store.Table, all bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
+	write, kept := e.toFlush(all)
+	if len(write) == 0 {
+		return st, func() ([]unloggedEntry, error) { return kept, nil }
+	}
+	c := &flushCarrier{Driver: st.Driver(), entries: e.logEntries(write)}
+	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
+		if !c.carried {
+			if _, err := c.UpdateBatch(e.ctx, nil); err != nil {
+				return nil, err
+			}
+		}
+		return kept, e.checkFlushed(write, c.results)
+	}
+}
+
+// flushCarrier is a driver whose first update (or batch) goes in one batch with entries.
+type flushCarrier struct {
+	store.Driver
+	entries []store.BatchUpdate
+	results []store.UpdateResult // the entries', once carried
+	carried bool
+}
+
+func (c *flushCarrier) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	rs, err := c.UpdateBatch(ctx, []store.BatchUpdate{{Key: key, Cond: cond, Update: upd}})
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	return rs[0], nil
+}
+
+func (c *flushCarrier) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	if c.carried {
+		return store.UpdateBatch(ctx, c.Driver, ups)
+	}
+	rs, err := store.UpdateBatch(ctx, c.Driver, append(slices.Clip(c.entries), ups...))
+	if err != nil {
+		return nil, err
+	}
+	c.carried, c.results = true, rs[:len(c.entries)]
+	return rs[len(c.entries):], nil
 }
 
 // logEntry is the conditional creation of an entry's log row.
@@ -577,10 +642,18 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 	w.versioned = w.record != nil && !w.record.shadow
 	var kept []unloggedEntry
 	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) (err error) {
-		if kept, err = e.flushTo(st, false); err != nil {
+		if !e.rt.transactional() {
+			if kept, err = e.flushTo(st, false); err != nil {
+				return err
+			}
+			out, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
 			return err
 		}
-		out, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
+		carrying, finish := e.carryingFlush(st, false)
+		if out, err = e.rt.writeDAAL(e.ctx, carrying, part, logKey(e.id, e.incarnation, step), w); err != nil {
+			return err
+		}
+		kept, err = finish()
 		return err
 	})
 	if err != nil {

@@ -249,6 +249,12 @@ func (rt *Runtime) atomically(ctx context.Context, key store.Key, fn func(st *st
 	})
 }
 
+// transactional reports whether the SSF's store runs its writes as store transactions.
+func (rt *Runtime) transactional() bool {
+	_, ok := rt.cfg.Store.Driver().(store.Transactor)
+	return ok
+}
+
 // committing runs a store transaction, whose body calls beforeCommit last: the commit is a
 // request of its own, checked against the execution's fence, with its fault points at key
 // (before: a crash rolls everything back; after: it committed, the reply is lost).
@@ -777,7 +783,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 	}
 	var rs []store.UpdateResult
 	// On a store with transactions the pending-index entry goes in the same commit.
-	_, oneCommit := rt.cfg.Store.Driver().(store.Transactor)
+	oneCommit := rt.transactional()
 	pendingInCommit := oneCommit && !in.heldIndex
 	if records >= 0 && !oneCommit {
 		ups := make([]store.BatchUpdate, 0, records+len(batch))

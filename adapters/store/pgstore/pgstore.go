@@ -625,13 +625,93 @@ func (t txDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]s
 			return nil, err
 		}
 	}
+	rs, err := t.updateAll(ctx, ups)
+	return rs, t.d.wrap(ctx, err)
+}
+
+// updateAll applies a batch in one round trip where it can: every update that may be one
+// statement (a swap of a row this transaction's scan read, where the condition holds on what
+// it read; a creation tried first, see createFirst) is sent in one pgx batch; the rest, and
+// those whose statement found the row otherwise, follow one by one as update decides them.
+// Each update is decided on its own row's state, so with distinct rows the result is the
+// batch's in order; a batch naming a row twice runs in order.
+func (t txDriver) updateAll(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	rs := make([]store.UpdateResult, len(ups))
+	type planned struct {
+		at   int
+		res  store.UpdateResult
+		blob []byte // a swap's new bytes; nil for a creation
+	}
+	var plan []planned
+	var stmts []statement
+	keys := make(map[store.Key]bool, len(ups))
 	for i, u := range ups {
-		r, err := t.update(ctx, u)
-		if err != nil {
-			return nil, t.d.wrap(ctx, err)
+		if keys[u.Key] {
+			plan = nil
+			break
 		}
-		rs[i] = r
+		keys[u.Key] = true
+		if old, scanned := t.read[u.Key]; scanned {
+			cur, err := store.DecodeAttrs(old)
+			if err != nil {
+				continue
+			}
+			if res, blob, err := u.Evaluate(cur, true, t.d.limits.MaxRowBytes); err == nil && res.Applied {
+				sum := sha256.Sum256(old)
+				plan = append(plan, planned{at: i, res: res, blob: blob})
+				stmts = append(stmts, statement{`UPDATE ` + t.d.table + ` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
+					[]any{u.Key.Partition, u.Key.Sort, blob, sum[:]}})
+			}
+		} else if createFirst(u.Cond) {
+			if res, blob, err := u.Evaluate(nil, false, t.d.limits.MaxRowBytes); err == nil && res.Applied {
+				plan = append(plan, planned{at: i, res: res})
+				stmts = append(stmts, statement{`INSERT INTO ` + t.d.table + ` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+					[]any{u.Key.Partition, u.Key.Sort, blob}})
+			}
+		}
+	}
+	if len(plan) < 2 {
+		for i, u := range ups {
+			r, err := t.update(ctx, u)
+			if err != nil {
+				return nil, err
+			}
+			rs[i] = r
+		}
+		return rs, nil
+	}
+	tags, err := t.tx.execAll(ctx, stmts)
+	if err != nil {
+		return nil, err
+	}
+	decided := make([]bool, len(ups))
+	tried := make([]bool, len(ups))
+	for j, p := range plan {
+		tried[p.at] = true
+		if tags[j].RowsAffected() != 1 {
+			continue
+		}
+		rs[p.at], decided[p.at] = p.res, true
+		if p.blob != nil {
+			t.read[ups[p.at].Key] = p.blob // locked by this transaction now: it stays these bytes
+		}
+	}
+	for i, u := range ups {
+		var err error
+		switch _, scanned := t.read[u.Key]; {
+		case decided[i]:
+			continue
+		case tried[i] && scanned: // the row changed since the scan: decide on its current state
+			delete(t.read, u.Key)
+			rs[i], err = t.d.update(ctx, t.tx, u)
+		case tried[i]: // the creation found the row
+			rs[i], err = t.d.updateLocked(ctx, t.tx, u)
+		default:
+			rs[i], err = t.update(ctx, u)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	return rs, nil
 }

@@ -176,6 +176,57 @@ func TestScannedRowIsUpdatedInOneStatement(t *testing.T) {
 	}
 }
 
+// A batch in a transaction sends its one-statement updates together (a creation, a swap of a
+// scanned row) and decides the others, and those whose statement found the row otherwise, on
+// the rows' current state, as the same updates one by one would.
+func TestBatchInATransaction(t *testing.T) {
+	ctx := context.Background()
+	d, statements := countedTable(t, "tx_batches")
+	v := func(n int64) store.Update { return store.Update{store.SetAttr(store.Path{"v"}, n)} }
+	tail, entry, other := store.Key{Partition: "p", Sort: "tail"}, store.Key{Partition: "log", Sort: "1"}, store.Key{Partition: "q", Sort: "x"}
+	if _, err := d.Update(ctx, tail, store.Always(), v(1)); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(interfere func() error) (rs []store.UpdateResult, err error) {
+		err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+			if _, err := tx.Scan(ctx, "p", store.ScanOptions{}); err != nil {
+				return err
+			}
+			if err := interfere(); err != nil {
+				return err
+			}
+			rs, err = tx.(store.Batcher).UpdateBatch(ctx, []store.BatchUpdate{
+				{Key: entry, Cond: store.RowAbsent(), Update: v(7)},
+				{Key: tail, Cond: store.Equal(store.Path{"v"}, int64(1)), Update: v(2)},
+				{Key: other, Cond: store.RowExists(), Update: v(3)}, // neither: decided alone
+			})
+			return err
+		})
+		return rs, err
+	}
+	before := statements()
+	rs, err := batch(func() error { return nil })
+	if err != nil || !rs[0].Applied || !rs[1].Applied || rs[1].Attrs["v"] != int64(2) || rs[2].Applied {
+		t.Fatalf("batch: %+v %v", rs, err)
+	}
+	// BEGIN with the scan; the INSERT and the UPDATE; the locked read of the absent row; COMMIT.
+	if got := statements() - before; got != 6 {
+		t.Errorf("batch in a transaction: %d statements, want 6", got)
+	}
+	// The entry exists now and another writer changes the tail after the scan: both statements
+	// find their rows otherwise, and both updates are decided on the rows as they are.
+	if _, err := d.Update(ctx, tail, store.Always(), v(1)); err != nil {
+		t.Fatal(err)
+	}
+	rs, err = batch(func() error { _, err := d.Update(ctx, tail, store.Always(), v(10)); return err })
+	if err != nil || rs[0].Applied || rs[0].Attrs["v"] != int64(7) || rs[1].Applied || rs[1].Attrs["v"] != int64(10) {
+		t.Fatalf("batch on rows changed since: %+v %v, want both refused with the current rows (entry 7, tail 10)", rs, err)
+	}
+	if a, _, err := d.Get(ctx, tail); err != nil || a["v"] != int64(10) {
+		t.Fatalf("the tail holds %v (%v), want the other writer's 10", a, err)
+	}
+}
+
 // countedTable opens table on the durable cluster and returns its driver and a count of the
 // statements run on it so far (with every COMMIT and ROLLBACK, and a BEGIN for each: a BEGIN
 // pipelined with the first statement, in the extended protocol, is not in pg_stat_statements).

@@ -89,6 +89,44 @@ func (t *pipelinedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
+// statement is one SQL statement with its arguments.
+type statement struct {
+	sql  string
+	args []any
+}
+
+// execAll sends stmts in one batch, with BEGIN if it was not sent yet, and returns their tags.
+// A statement's error ends the batch: the server aborted the transaction.
+func (t *pipelinedTx) execAll(ctx context.Context, stmts []statement) (tags []pgconn.CommandTag, err error) {
+	b := &pgx.Batch{}
+	begins := t.begin != ""
+	if begins {
+		b.Queue(t.begin)
+		t.begin = ""
+	}
+	for _, s := range stmts {
+		b.Queue(s.sql, s.args...)
+	}
+	br := t.conn.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			tags, err = nil, cerr
+		}
+	}()
+	if begins {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	tags = make([]pgconn.CommandTag, len(stmts))
+	for i := range stmts {
+		if tags[i], err = br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	return tags, nil
+}
+
 // commit commits, reporting a transaction the server had aborted (its COMMIT answers ROLLBACK)
 // as pgx does.
 func (t *pipelinedTx) commit(ctx context.Context) error {
