@@ -9,7 +9,9 @@
 // operations serialise without lock contention. Separate processes may open the same file:
 // WAL mode lets readers proceed alongside a writer, writers wait for each other up to a busy
 // timeout, and conditional writes run in BEGIN IMMEDIATE transactions, which take the write
-// lock before reading so a read-check-write cannot be interleaved.
+// lock before reading so a read-check-write cannot be interleaved. New files get 16 KB pages
+// (PRAGMA page_size), so that rows of a few kilobytes, such as DAAL rows with their write logs,
+// stay in their b-tree page; files made before keep theirs.
 package sqlitestore
 
 import (
@@ -159,6 +161,10 @@ func acquire(ctx context.Context, path string) (*sharedConn, error) {
 	dsn := (&url.URL{Scheme: "file", Path: path}).String() + "?" + url.Values{
 		"_txlock":       {"immediate"},
 		"_busy_timeout": {strconv.FormatInt(busyTimeout.Milliseconds(), 10)},
+		// A new file gets 16 KB pages: a row larger than about a quarter of a page (a DAAL row
+		// with a full write log, ~2 KB) spills to an overflow page in a WITHOUT ROWID table,
+		// which every scan of its partition then reads too. A file that exists keeps its own.
+		"_pragma":       {"page_size(16384)"},
 		"_journal_mode": {"WAL"},
 		// In WAL mode a NORMAL commit survives a process crash; an OS crash or power loss can
 		// lose the latest commits but never corrupts the file.

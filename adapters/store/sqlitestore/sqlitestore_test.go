@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -55,6 +56,65 @@ func mustOpen(t *testing.T, rawURL string) *store.Table {
 	}
 	t.Cleanup(func() { tbl.Close() })
 	return tbl
+}
+
+// A new file gets 16 KB pages, in which a row of a few kilobytes stays in its b-tree page; a file
+// made with other pages keeps them, and its rows.
+func TestPageSize(t *testing.T) {
+	ctx := context.Background()
+	pageSize := func(path string) int {
+		t.Helper()
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	row := store.Update{store.SetAttr(store.Attr("v"), int64(1))}
+	fresh := filepath.Join(t.TempDir(), "fresh.db")
+	d, err := sqlitestore.New(fresh, sqlitestore.DefaultTable, sqlitestore.DefaultMaxRowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Update(ctx, store.Key{Partition: "p", Sort: "s"}, store.Always(), row); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if got := pageSize(fresh); got != 16384 {
+		t.Errorf("a new file has %d-byte pages, want 16384", got)
+	}
+
+	old := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{`PRAGMA page_size = 4096`, `PRAGMA journal_mode = WAL`, `CREATE TABLE other (x)`} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	d, err = sqlitestore.New(old, sqlitestore.DefaultTable, sqlitestore.DefaultMaxRowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Partition: "p", Sort: "s"}
+	if _, err := d.Update(ctx, key, store.Always(), row); err != nil {
+		t.Fatal(err)
+	}
+	if a, found, err := d.Get(ctx, key); err != nil || !found || a["v"] != int64(1) {
+		t.Fatalf("a row in a file with 4 KB pages: %v %v %v", a, found, err)
+	}
+	d.Close()
+	if got := pageSize(old); got != 4096 {
+		t.Errorf("a file made with 4096-byte pages has %d-byte pages after the driver opened it", got)
+	}
 }
 
 func TestOpenURL(t *testing.T) {
