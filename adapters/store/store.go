@@ -114,6 +114,17 @@ type Transactor interface {
 	Transact(ctx context.Context, fn func(tx Driver) error) error
 }
 
+// FinalBatcher is an optional interface of the Driver a Transactor hands its function
+// (PostgreSQL): UpdateBatchFinal applies ups as the transaction's last operations and may commit
+// the transaction in the same round trip when every update applies, which committed reports; the
+// caller promises to make no other operation in the transaction when every update applies. When
+// the driver cannot tell in advance that they all apply, it applies them as UpdateBatch does
+// (committed false), or it ends the attempt with an error that makes Transact run the function
+// again, in an attempt where UpdateBatchFinal never commits.
+type FinalBatcher interface {
+	UpdateBatchFinal(ctx context.Context, ups []BatchUpdate) (rs []UpdateResult, committed bool, err error)
+}
+
 // Dropper is an optional Driver interface: Drop deletes the table with every row in it. `ssfkit
 // conformance` drops the tables it creates with it; applications never need it.
 type Dropper interface {

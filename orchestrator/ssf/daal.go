@@ -130,7 +130,7 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 		}
 	}
 	if len(chain) == 0 {
-		if err := rt.ensureHead(ctx, st, part); err != nil {
+		if err := rt.ensureHead(ctx, uncarried(st), part); err != nil {
 			return daalOutcome{}, err
 		}
 		return rt.tryWrite(ctx, st, part, headRowID, nil, lk, w)
@@ -250,7 +250,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 				}
 				cur = a
 			}
-			next, err := rt.appendRow(ctx, st, part, row, cur) // case D
+			next, err := rt.appendRow(ctx, uncarried(st), part, row, cur) // case D
 			if err != nil {
 				return daalOutcome{}, err
 			}

@@ -550,15 +550,17 @@ func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error
 // together (pgstore) spends no round trip of their own on them; finish writes them if no
 // update carried them and checks their results. Only inside a store transaction: everything
 // commits together there, so the entries need not be written before the write they precede.
-func (e *Env) carryingFlush(st *store.Table, all bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
+// With last, the caller makes no other store operation in the transaction once the carrying
+// update applies, so the store may commit with it (store.FinalBatcher).
+func (e *Env) carryingFlush(st *store.Table, all, last bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
 	write, kept := e.toFlush(all)
 	if len(write) == 0 {
 		return st, func() ([]unloggedEntry, error) { return kept, nil }
 	}
-	c := &flushCarrier{Driver: st.Driver(), entries: e.logEntries(write)}
+	c := &flushCarrier{Driver: st.Driver(), entries: e.logEntries(write), last: last}
 	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
 		if !c.carried {
-			if _, err := c.UpdateBatch(e.ctx, nil); err != nil {
+			if _, err := c.carry(e.ctx, nil, false); err != nil {
 				return nil, err
 			}
 		}
@@ -570,8 +572,18 @@ func (e *Env) carryingFlush(st *store.Table, all bool) (carrying *store.Table, f
 type flushCarrier struct {
 	store.Driver
 	entries []store.BatchUpdate
+	last    bool                 // the carrying update, if it applies, is the transaction's last
 	results []store.UpdateResult // the entries', once carried
 	carried bool
+}
+
+// uncarried is st without a flushCarrier: an update through it does not carry the entries (the
+// creation of a DAAL's head or of a successor row, which the write itself follows).
+func uncarried(st *store.Table) *store.Table {
+	if c, ok := st.Driver().(*flushCarrier); ok {
+		return store.NewTable(c.Driver, st.Name())
+	}
+	return st
 }
 
 func (c *flushCarrier) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
@@ -586,7 +598,18 @@ func (c *flushCarrier) UpdateBatch(ctx context.Context, ups []store.BatchUpdate)
 	if c.carried {
 		return store.UpdateBatch(ctx, c.Driver, ups)
 	}
-	rs, err := store.UpdateBatch(ctx, c.Driver, append(slices.Clip(c.entries), ups...))
+	return c.carry(ctx, ups, c.last)
+}
+
+// carry writes the entries in one batch with ups, committing the transaction with them if last
+// and the store can.
+func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last bool) (rs []store.UpdateResult, err error) {
+	batch := append(slices.Clip(c.entries), ups...)
+	if fb, ok := c.Driver.(store.FinalBatcher); ok && last {
+		rs, _, err = fb.UpdateBatchFinal(ctx, batch)
+	} else {
+		rs, err = store.UpdateBatch(ctx, c.Driver, batch)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -649,7 +672,9 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 			out, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
 			return err
 		}
-		carrying, finish := e.carryingFlush(st, false)
+		// The entries ride with a case-B attempt, which ends the write when it applies: the
+		// creation of a missing head and of a successor do not carry them (uncarried).
+		carrying, finish := e.carryingFlush(st, false, true)
 		if out, err = e.rt.writeDAAL(e.ctx, carrying, part, logKey(e.id, e.incarnation, step), w); err != nil {
 			return err
 		}

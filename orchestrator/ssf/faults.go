@@ -99,3 +99,15 @@ func (f faultyDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) 
 	err = f.around(ctx, "batch", ups[0].Key, func() (e error) { rs, e = store.UpdateBatch(ctx, f.Driver, ups); return })
 	return
 }
+
+// UpdateBatchFinal puts one pair of points around the batch, as UpdateBatch, when the store has
+// it (store.FinalBatcher): a crash after it may follow the transaction's commit.
+func (f faultyDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, committed bool, err error) {
+	fb, ok := f.Driver.(store.FinalBatcher)
+	if !ok {
+		rs, err = f.UpdateBatch(ctx, ups)
+		return rs, false, err
+	}
+	err = f.around(ctx, "batch", ups[0].Key, func() (e error) { rs, committed, e = fb.UpdateBatchFinal(ctx, ups); return })
+	return
+}

@@ -127,6 +127,22 @@ func (f fencedDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) 
 	return store.UpdateBatch(ctx, f.Driver, ups)
 }
 
+// UpdateBatchFinal is one request, checked, where the store has it (store.FinalBatcher); else
+// UpdateBatch, which never commits.
+func (f fencedDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, committed bool, err error) {
+	fb, ok := f.Driver.(store.FinalBatcher)
+	if !ok {
+		rs, err = f.UpdateBatch(ctx, ups)
+		return rs, false, err
+	}
+	if err = checkFence(ctx); err != nil {
+		return nil, false, err
+	}
+	ctx, end := storeSpan(ctx, "batch", ups[0].Key.Partition)
+	defer end(&err)
+	return fb.UpdateBatchFinal(ctx, ups)
+}
+
 // call sends req through the transport after checking the fence and the fault points.
 func (rt *Runtime) call(ctx context.Context, ssfName string, req Request, point string, key store.Key) (Result, error) {
 	if err := checkFence(ctx); err != nil {

@@ -257,7 +257,9 @@ func (rt *Runtime) transactional() bool {
 
 // committing runs a store transaction, whose body calls beforeCommit last: the commit is a
 // request of its own, checked against the execution's fence, with its fault points at key
-// (before: a crash rolls everything back; after: it committed, the reply is lost).
+// (before: a crash rolls everything back; after: it committed, the reply is lost). Where the
+// store committed with the transaction's last batch (store.FinalBatcher, a request the fence
+// checked), a crash at either point is one after the commit.
 func (rt *Runtime) committing(ctx context.Context, key store.Key, transact func(beforeCommit func() error) error) error {
 	err := transact(func() error {
 		if err := checkFence(ctx); err != nil {

@@ -52,6 +52,16 @@ var regressions = []regression{
 		func() []Step {
 			return []Step{{Exec: 0, Until: at("scan", "d|t|k", true)}, {Event: "k=2"}, {Exec: 1}, {Exec: 0}}
 		}, false},
+	// Schedule 1 where the item A acts on exists already: A's write finds its tail with a scan,
+	// so on PostgreSQL its read-log entry, the write and the commit go in one final batch,
+	// which must not commit over B's entry for the read.
+	{"1b-result-from-unlogged-read-existing-item", func() Scenario {
+		sc := branchScenario("branch-existing", duplicates(2, ssf.Request{}), 0)
+		sc.Setup = setup(map[string]any{"t/k": 1, "t/acted": 0})
+		return sc
+	}, func() []Step {
+		return []Step{{Exec: 0, Until: at("scan", "d|t|k", true)}, {Event: "k=2"}, {Exec: 1}, {Exec: 0}}
+	}, false},
 	{"2-redelivered-async-start", func() Scenario {
 		return branchScenario("branch-async", duplicates(2, ssf.Request{Async: true}), 1)
 	}, func() []Step {

@@ -13,7 +13,9 @@
 // update reading its row under a lock (SELECT ... FOR UPDATE); a transaction's BEGIN travels
 // with its first statement. Inside a transaction, an update of a row the transaction's scan
 // read is a compare-and-swap on the bytes read (one UPDATE), falling back to the locked read
-// when the row changed. store.Transactor puts any sequence of operations in one transaction:
+// when the row changed; a batch's one-statement updates go in one round trip, and a final batch
+// (store.FinalBatcher) takes the COMMIT with it when the scan predicts every update applies.
+// store.Transactor puts any sequence of operations in one transaction:
 // the runtime's faster path, which writes an SSF's log entries and data in one commit (Beldi
 // §8, Apiary). transactions=off hides it, so the runtime takes its portable path (for
 // comparisons).
@@ -447,7 +449,18 @@ func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.C
 // Transact implements store.Transactor: fn's operations run in one read-committed
 // transaction, each conditional update under a row lock held until the commit.
 func (d *Driver) Transact(ctx context.Context, fn func(tx store.Driver) error) error {
-	return d.transact(ctx, func(tx *pipelinedTx) error { return fn(newTxDriver(d, tx)) })
+	commitsEarly := true
+	for {
+		err := d.transact(ctx, func(tx *pipelinedTx) error {
+			t := newTxDriver(d, tx)
+			t.commitsEarly = commitsEarly
+			return fn(t)
+		})
+		if !errors.Is(err, errFinalRefused) {
+			return err
+		}
+		commitsEarly = false // an update of the final batch did not apply: decide them one by one
+	}
 }
 
 // TransactSQL implements store.SQLTransactor: fn's rows and statements share one
@@ -574,6 +587,9 @@ type txDriver struct {
 	d    *Driver
 	tx   *pipelinedTx
 	read map[store.Key][]byte
+	// commitsEarly lets UpdateBatchFinal send the COMMIT with its statements (off in an
+	// attempt after one whose final batch did not apply).
+	commitsEarly bool
 }
 
 func newTxDriver(d *Driver, tx *pipelinedTx) txDriver {
@@ -627,6 +643,70 @@ func (t txDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]s
 	}
 	rs, err := t.updateAll(ctx, ups)
 	return rs, t.d.wrap(ctx, err)
+}
+
+// errFinalRefused ends an attempt whose final batch the server refused: one of its updates did
+// not apply as planned. The transaction is aborted; Transact runs the function again.
+var errFinalRefused = errors.New("pgstore: an update of the transaction's final batch did not apply")
+
+// UpdateBatchFinal implements store.FinalBatcher. When every update is one statement whose
+// outcome the transaction already knows (a swap of a row its scan read, the condition holding
+// there, or the creation of a row it did not read) and one is a swap, they go in one round trip
+// with the COMMIT: each INSERT without ON CONFLICT and each swap made to fail when it matches no
+// row, so that the server aborts the transaction, and the COMMIT with it, unless every update
+// applied as planned (errFinalRefused then runs the function again, without this path).
+// Otherwise it is UpdateBatch.
+func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, bool, error) {
+	for _, u := range ups {
+		if err := u.Update.Validate(); err != nil {
+			return nil, false, err
+		}
+	}
+	rs := make([]store.UpdateResult, len(ups))
+	stmts, swaps := make([]statement, 0, len(ups)+1), 0
+	keys := make(map[store.Key]bool, len(ups))
+	for i, u := range ups {
+		old, scanned := t.read[u.Key]
+		var cur store.Attrs
+		if scanned {
+			var err error
+			if cur, err = store.DecodeAttrs(old); err != nil {
+				break
+			}
+		}
+		res, blob, err := u.Evaluate(cur, scanned, t.d.limits.MaxRowBytes)
+		if keys[u.Key] || err != nil || !res.Applied || !scanned && !createFirst(u.Cond) {
+			break
+		}
+		keys[u.Key] = true
+		rs[i] = res
+		if scanned {
+			sum := sha256.Sum256(old)
+			stmts = append(stmts, statement{`WITH swapped AS (UPDATE ` + t.d.table + ` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4 RETURNING 1) SELECT 1 / count(*) FROM swapped`,
+				[]any{u.Key.Partition, u.Key.Sort, blob, sum[:]}})
+			swaps++
+		} else {
+			stmts = append(stmts, statement{`INSERT INTO ` + t.d.table + ` (pk, sk, attrs) VALUES ($1, $2, $3)`,
+				[]any{u.Key.Partition, u.Key.Sort, blob}})
+		}
+	}
+	if !t.commitsEarly || swaps == 0 || len(stmts) != len(ups) {
+		rs, err := t.updateAll(ctx, ups)
+		return rs, false, t.d.wrap(ctx, err)
+	}
+	tags, err := t.tx.execAll(ctx, append(stmts, statement{sql: "commit"}))
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "22012"): // a row was there; a swap matched none
+		return nil, false, errFinalRefused
+	case err != nil:
+		return nil, false, t.d.wrap(ctx, err)
+	}
+	t.tx.ended = true
+	if tags[len(tags)-1].String() == "ROLLBACK" {
+		return nil, false, t.d.wrap(ctx, pgx.ErrTxCommitRollback)
+	}
+	return rs, true, nil
 }
 
 // updateAll applies a batch in one round trip where it can: every update that may be one

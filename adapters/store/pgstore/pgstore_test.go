@@ -227,6 +227,58 @@ func TestBatchInATransaction(t *testing.T) {
 	}
 }
 
+// A final batch whose updates all apply as the transaction's scan predicts commits in the same
+// round trip; one whose row was there or changed since the scan aborts the attempt, and the
+// function runs again with the batch decided one update at a time, on the rows as they are.
+func TestFinalBatchCommitsWithItsStatements(t *testing.T) {
+	ctx := context.Background()
+	d, statements := countedTable(t, "final_batches")
+	v := func(n int64) store.Update { return store.Update{store.SetAttr(store.Path{"v"}, n)} }
+	tail := store.Key{Partition: "p", Sort: "tail"}
+	if _, err := d.Update(ctx, tail, store.Always(), v(1)); err != nil {
+		t.Fatal(err)
+	}
+	run := func(entry store.Key, interfere func() error) (rs []store.UpdateResult, committed bool, attempts int, err error) {
+		err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+			attempts++
+			rows, err := tx.Scan(ctx, "p", store.ScanOptions{})
+			if err != nil {
+				return err
+			}
+			cur, _ := rows[0].Attrs["v"].(int64)
+			if attempts == 1 {
+				if err := interfere(); err != nil {
+					return err
+				}
+			}
+			rs, committed, err = tx.(store.FinalBatcher).UpdateBatchFinal(ctx, []store.BatchUpdate{
+				{Key: entry, Cond: store.RowAbsent(), Update: v(7)},
+				{Key: tail, Cond: store.Equal(store.Path{"v"}, cur), Update: v(cur + 1)},
+			})
+			return err
+		})
+		return rs, committed, attempts, err
+	}
+	before := statements()
+	rs, committed, attempts, err := run(store.Key{Partition: "log", Sort: "1"}, func() error { return nil })
+	if err != nil || !committed || attempts != 1 || !rs[0].Applied || !rs[1].Applied || rs[1].Attrs["v"] != int64(2) {
+		t.Fatalf("final batch: %+v committed %v after %d attempts, %v", rs, committed, attempts, err)
+	}
+	if got := statements() - before; got != 5 { // BEGIN with the scan; INSERT, the swap, COMMIT
+		t.Errorf("final batch: %d statements, want 5", got)
+	}
+	// The entry is there already: the attempt aborts, and the next decides on the rows.
+	rs, committed, attempts, err = run(store.Key{Partition: "log", Sort: "1"}, func() error { return nil })
+	if err != nil || committed || attempts != 2 || rs[0].Applied || rs[0].Attrs["v"] != int64(7) || !rs[1].Applied || rs[1].Attrs["v"] != int64(3) {
+		t.Fatalf("final batch over an existing entry: %+v committed %v after %d attempts, %v; want the entry refused, the tail 3, two attempts", rs, committed, attempts, err)
+	}
+	// Another writer changes the tail after the first attempt's scan: nothing of it commits.
+	rs, committed, attempts, err = run(store.Key{Partition: "log", Sort: "2"}, func() error { _, err := d.Update(ctx, tail, store.Always(), v(10)); return err })
+	if err != nil || committed || attempts != 2 || !rs[0].Applied || !rs[1].Applied || rs[1].Attrs["v"] != int64(11) {
+		t.Fatalf("final batch on a changed tail: %+v committed %v after %d attempts, %v; want the tail 11 after two attempts", rs, committed, attempts, err)
+	}
+}
+
 // countedTable opens table on the durable cluster and returns its driver and a count of the
 // statements run on it so far (with every COMMIT and ROLLBACK, and a BEGIN for each: a BEGIN
 // pipelined with the first statement, in the extended protocol, is not in pg_stat_statements).

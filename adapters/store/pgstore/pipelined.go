@@ -130,6 +130,9 @@ func (t *pipelinedTx) execAll(ctx context.Context, stmts []statement) (tags []pg
 // commit commits, reporting a transaction the server had aborted (its COMMIT answers ROLLBACK)
 // as pgx does.
 func (t *pipelinedTx) commit(ctx context.Context) error {
+	if t.ended {
+		return nil // committed with its last statements (txDriver.UpdateBatchFinal)
+	}
 	if t.begin != "" {
 		t.ended = true // nothing was sent
 		return nil
