@@ -201,6 +201,14 @@ func (d *Driver) get(ctx context.Context, q conn, key store.Key, lock string) (s
 	return a, true, nil
 }
 
+// swap is the compare-and-swap UPDATE of key's row to blob, applying only while the row holds
+// the bytes old.
+func (d *Driver) swap(key store.Key, old, blob []byte) statement {
+	sum := sha256.Sum256(old)
+	return statement{`UPDATE ` + d.table + ` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
+		[]any{key.Partition, key.Sort, blob, sum[:]}}
+}
+
 // getRaw reads a row's attributes as stored; lock (" FOR UPDATE" or "") ends the SELECT.
 func (d *Driver) getRaw(ctx context.Context, q conn, key store.Key, lock string) ([]byte, bool, error) {
 	var blob []byte
@@ -254,9 +262,8 @@ func (d *Driver) updateSwapping(ctx context.Context, u store.BatchUpdate) (store
 		}
 		var tag pgconn.CommandTag
 		if exists {
-			sum := sha256.Sum256(old)
-			tag, err = d.pool.Exec(ctx, `UPDATE `+d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
-				u.Key.Partition, u.Key.Sort, blob, sum[:])
+			swap := d.swap(u.Key, old, blob)
+			tag, err = d.pool.Exec(ctx, swap.sql, swap.args...)
 		} else {
 			tag, err = d.pool.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 				u.Key.Partition, u.Key.Sort, blob)
@@ -606,9 +613,8 @@ func (t txDriver) update(ctx context.Context, u store.BatchUpdate) (store.Update
 		delete(t.read, u.Key)
 		if cur, err := store.DecodeAttrs(old); err == nil {
 			if res, blob, err := u.Evaluate(cur, true, t.d.limits.MaxRowBytes); err == nil && res.Applied {
-				sum := sha256.Sum256(old)
-				tag, err := t.tx.Exec(ctx, `UPDATE `+t.d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
-					u.Key.Partition, u.Key.Sort, blob, sum[:])
+				swap := t.d.swap(u.Key, old, blob)
+				tag, err := t.tx.Exec(ctx, swap.sql, swap.args...)
 				if err != nil {
 					return store.UpdateResult{}, err
 				}
@@ -681,9 +687,9 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 		keys[u.Key] = true
 		rs[i] = res
 		if scanned {
-			sum := sha256.Sum256(old)
-			stmts = append(stmts, statement{`WITH swapped AS (UPDATE ` + t.d.table + ` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4 RETURNING 1) SELECT 1 / count(*) FROM swapped`,
-				[]any{u.Key.Partition, u.Key.Sort, blob, sum[:]}})
+			swap := t.d.swap(u.Key, old, blob)
+			swap.sql = `WITH swapped AS (` + swap.sql + ` RETURNING 1) SELECT 1 / count(*) FROM swapped`
+			stmts = append(stmts, swap)
 			swaps++
 		} else {
 			stmts = append(stmts, statement{`INSERT INTO ` + t.d.table + ` (pk, sk, attrs) VALUES ($1, $2, $3)`,
@@ -737,10 +743,8 @@ func (t txDriver) updateAll(ctx context.Context, ups []store.BatchUpdate) ([]sto
 				continue
 			}
 			if res, blob, err := u.Evaluate(cur, true, t.d.limits.MaxRowBytes); err == nil && res.Applied {
-				sum := sha256.Sum256(old)
 				plan = append(plan, planned{at: i, res: res, blob: blob})
-				stmts = append(stmts, statement{`UPDATE ` + t.d.table + ` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
-					[]any{u.Key.Partition, u.Key.Sort, blob, sum[:]}})
+				stmts = append(stmts, t.d.swap(u.Key, old, blob))
 			}
 		} else if createFirst(u.Cond) {
 			if res, blob, err := u.Evaluate(nil, false, t.d.limits.MaxRowBytes); err == nil && res.Applied {
