@@ -118,7 +118,7 @@ func TestFailoverRunsEachSlotOnce(t *testing.T) {
 			s.Close()
 		}
 		rec.check(t)
-		c, runs, _ := a.state(t, "report")
+		c, runs := a.settledState(t, "report")
 		tokens := checkRuns(t, c, runs)
 		if len(tokens) < 2 {
 			t.Errorf("runs under %d leaders' tokens, want several", len(tokens))
@@ -228,7 +228,7 @@ func TestStaleLeaderIsFenced(t *testing.T) {
 		pauseB.resume()
 		eventually(t, "B ticking again", func() bool { c, _, _ := a.state(t, "report"); return c.Done >= before.Done+3 })
 		_, lb := rec.get(1)
-		c, runs, _ := a.state(t, "report")
+		c, runs := a.settledState(t, "report")
 		if c.Token != lb.Token() || c.Leader != "B" {
 			t.Errorf("cursor %+v, want B's token %d", c, lb.Token())
 		}

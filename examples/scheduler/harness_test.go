@@ -132,6 +132,21 @@ func (a *app) state(t *testing.T, job string) (Cursor, []Run, Report) {
 	return c, runs, rep
 }
 
+// settledState is state between two ticks: a tick advances the cursor before it writes the
+// runs of the slots it claimed, so a look while a worker ticks can see the cursor ahead of
+// the runs. It waits (while workers may still tick) for a look where the last run is the
+// cursor's.
+func (a *app) settledState(t *testing.T, job string) (Cursor, []Run) {
+	t.Helper()
+	var c Cursor
+	var runs []Run
+	eventually(t, "the runs written up to the cursor", func() bool {
+		c, runs, _ = a.state(t, job)
+		return len(runs) > 0 && runs[len(runs)-1].Slot == c.Done
+	})
+	return c, runs
+}
+
 func mustDecode(t *testing.T, raw []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(raw, v); err != nil {
