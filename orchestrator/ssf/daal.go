@@ -104,9 +104,12 @@ type lockChange struct {
 
 // writeDAAL performs one logged write on the linked DAAL in partition part under logKey lk,
 // and reports whether it applied (always true without a condition) and whether that outcome was
-// already logged (by an earlier or concurrent execution of the step: Beldi's case A). Beldi Fig. 6 and §4.4: a
-// projected scan first finds whether this step already happened in any row (case A) and where
-// the tail is; tryWrite then works through the cases on the tail.
+// already logged (by an earlier or concurrent execution of the step: Beldi's case A). Beldi Fig.
+// 6 and §4.4 scan the list first, since case A may hold in any row; here the last row alone
+// decides when it is the head or its PriorWrites filter rules the step out of every row before
+// it (see priorwrites.go), so a write costs the same on a long list as on a short one. Only
+// when the filter cannot rule it out (a key that may be there, a row written without a filter)
+// does a projected scan check every row. tryWrite then works through the cases from there.
 func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (daalOutcome, error) {
 	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
 	if w.versioned {
@@ -119,6 +122,18 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 		// separate read. The version pin catches a change in between.
 		proj = append(proj, store.Attr(attrValue), store.Attr(attrVersion), store.Attr(attrLogSize),
 			store.Attr(attrLockOwner), store.Attr(attrLockStart), store.Attr(attrSeq))
+	}
+	last, err := st.Scan(ctx, part, store.ScanOptions{Reverse: true, Limit: 2, Projection: append(proj, store.Attr(attrPriorWrites))})
+	if err != nil {
+		return daalOutcome{}, err
+	}
+	if tail, ok := linkedLastRow(last); ok {
+		if prior, _ := tail.attrs[attrPriorWrites].([]byte); tail.id == headRowID || !priorMayHold(prior, lk) {
+			return rt.writeFrom(ctx, st, part, tail, lk, w)
+		}
+	}
+	if len(last) > 0 {
+		rt.stats.writeScans.inc()
 	}
 	chain, _, err := rt.scanChain(ctx, st, part, proj)
 	if err != nil {
@@ -135,12 +150,41 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 		}
 		return rt.tryWrite(ctx, st, part, headRowID, nil, lk, w)
 	}
-	tail := chain[len(chain)-1]
-	var known store.Attrs
-	if _, more := tail.attrs[attrNextRow]; (w.when != nil || w.versioned) && !more {
-		known = tail.attrs
+	return rt.writeFrom(ctx, st, part, chain[len(chain)-1], lk, w)
+}
+
+// linkedLastRow returns the row with the highest id, from the two highest (a reverse scan), if
+// it is the tail: the head, or a row its predecessor links to. Rows after the tail can only be
+// a successor created and not yet linked (appendRow; a crash in between leaves it so until the
+// next appender links it), and rows are linked only at the tail and unlinked only before it, so
+// a row that was ever linked and has the highest id is the tail. When the row below it is not
+// the predecessor that linked it (the GC unlinked that one, and deleted it), this cannot tell
+// and says no: the caller scans.
+func linkedLastRow(rows []store.Row) (chainRow, bool) {
+	if len(rows) == 0 {
+		return chainRow{}, false
 	}
-	return rt.tryWrite(ctx, st, part, tail.id, known, lk, w)
+	last := chainRow{id: rows[0].Key.Sort, attrs: rows[0].Attrs}
+	if last.id == headRowID {
+		return last, true
+	}
+	if len(rows) < 2 {
+		return chainRow{}, false
+	}
+	next, _ := rows[1].Attrs[attrNextRow].(string)
+	return last, next == last.id
+}
+
+// writeFrom drives a write from row r, known to have no row before it that logs the step.
+func (rt *Runtime) writeFrom(ctx context.Context, st *store.Table, part string, r chainRow, lk string, w daalWrite) (daalOutcome, error) {
+	if out, ok := loggedOutcome(r.attrs, lk); ok {
+		return out, nil
+	}
+	var known store.Attrs
+	if _, more := r.attrs[attrNextRow]; (w.when != nil || w.versioned) && !more {
+		known = r.attrs
+	}
+	return rt.tryWrite(ctx, st, part, r.id, known, lk, w)
 }
 
 // loggedOutcome returns the step's logged outcome in row a, if it is there.
@@ -332,9 +376,10 @@ func (w daalWrite) update(lk string, out daalOutcome) store.Update {
 }
 
 // appendRow gives the full row `full` a successor and returns the successor's id (case D). The
-// successor starts with the full row's value and lock, which are final because the row is full. Creating
-// it before linking means a crash in between leaves an unlinked row that the next appender
-// adopts (its id is deterministic) or that the GC removes.
+// successor starts with the full row's value and lock, which are final because the row is full,
+// and with the PriorWrites filter of the log keys of every row up to the full one. Creating it
+// before linking means a crash in between leaves an unlinked row that the next appender adopts
+// (its id is deterministic, its filter as good as any) or that the GC removes.
 func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full string, fullAttrs store.Attrs) (string, error) {
 	next, err := nextRowID(full)
 	if err != nil {
@@ -346,6 +391,13 @@ func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full st
 		if v, ok := fullAttrs[a]; ok {
 			init = append(init, store.SetAttr(store.Attr(a), v))
 		}
+	}
+	prior, err := rt.priorWritesThrough(ctx, st, part, full)
+	if err != nil {
+		return "", err
+	}
+	if prior != nil {
+		init = append(init, store.SetAttr(store.Attr(attrPriorWrites), prior))
 	}
 	if _, err := st.Update(ctx, store.Key{Partition: part, Sort: next}, store.RowAbsent(), init); err != nil {
 		return "", err
@@ -363,6 +415,30 @@ func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full st
 		return linked, nil // a concurrent appender linked it (or the GC bypassed it): follow
 	}
 	return "", fmt.Errorf("%w: %s: row %s vanished while appending", ErrCorrupt, part, full)
+}
+
+// priorWritesThrough returns the PriorWrites filter of a successor of the full row `full`: the
+// log keys of every row of the list up to and including it. Those rows are full (or linked) and
+// their logs final, so a scan taken now sees them as they will stay; rows the GC unlinked hold
+// only the keys of instances collected or past every execution's lifetime, which no execution
+// will write again. It returns nil when the scan does not reach the full row (it is not a
+// snapshot on paged stores): the successor then has no filter, and writes to it scan.
+func (rt *Runtime) priorWritesThrough(ctx context.Context, st *store.Table, part, full string) ([]byte, error) {
+	chain, _, err := rt.scanChain(ctx, st, part, []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites)})
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, r := range chain {
+		writes, _ := r.attrs[attrRecentWrites].(map[string]any)
+		for lk := range writes {
+			keys = append(keys, lk)
+		}
+		if r.id == full {
+			return buildPriorWrites(keys), nil
+		}
+	}
+	return nil, nil
 }
 
 // ensureHead creates the item's head row, registering the item in the key directory first so
@@ -396,7 +472,7 @@ const MaxInputBytes = store.PortableMaxRowBytes - intentOverheadBytes - 2048
 // maxValueBytes is the largest value that fits in a DAAL row next to a full write log.
 func (rt *Runtime) maxValueBytes(table, key string) int {
 	perEntry := MaxInstanceIDLen + 40 // "#" incarnation (13 base-36 digits) "#" step, the flag or version, the encoding's overhead
-	overhead := len(dataPartition(table, key)) + len(headRowID)*2 + 256 + rt.cfg.RowCapacity*perEntry
+	overhead := len(dataPartition(table, key)) + len(headRowID)*2 + 256 + rt.cfg.RowCapacity*perEntry + maxPriorBytes
 	return rt.st.Limits().MaxRowBytes - overhead
 }
 

@@ -181,7 +181,12 @@ func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
 	if s := shape(t, rt); s.Reachable < 3 {
 		t.Fatalf("the row holding the unfinished instance's write was unlinked: %+v", s)
 	}
-	// The write by "slow" must not be re-applied on top of the later writes.
+	// Every write so far logged a step no row held: each read the last row only.
+	if s := rt.Stats(); s.WriteScans != 0 {
+		t.Fatalf("%d writes of new steps scanned the list", s.WriteScans)
+	}
+	// The write by "slow" must not be re-applied on top of the later writes: its entry is in
+	// a row before the tail, which the tail's filter must not rule out.
 	if _, err := rt.CollectIntents(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +200,9 @@ func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
 	}
 	if got := string(items["t/other"]); got != "1000" {
 		t.Fatalf("t/other = %s: the re-run did not finish the instance", got)
+	}
+	if s := rt.Stats(); s.WriteScans != 1 {
+		t.Fatalf("%d writes scanned the list, want 1: the re-run's write of a step logged in an earlier row", s.WriteScans)
 	}
 }
 
@@ -790,5 +798,76 @@ func TestLockHoldersAreFinishedNotAbandoned(t *testing.T) {
 	}
 	if locks, err := rt.Locks(ctx); err != nil || len(locks) != 0 {
 		t.Fatalf("locks left: %v %v", locks, err)
+	}
+}
+
+// crashAfterCreating crashes the chosen instance right after it created DAAL row `row` of t/k:
+// an appender stopped between creating a successor and linking it.
+type crashAfterCreating struct {
+	mu       sync.Mutex
+	instance string
+	row      string
+	done     bool
+}
+
+func (c *crashAfterCreating) Inject(_ context.Context, p ssf.FaultPoint) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done || p.Instance != c.instance || p.Op != "update" || !p.After || p.Key.Partition != "d|t|k" || p.Key.Sort != c.row {
+		return nil
+	}
+	c.done = true
+	return ssf.ErrCrashed
+}
+
+// A successor created and never linked (its appender crashed) is the row with the highest id
+// but not the tail: writes must not go to it on the strength of its filter, or the list that
+// traversals and the garbage collector see would end before the rows holding the item's
+// newest writes (until some later append happened to link them). The next write scans, finds
+// the full row as the tail and links the successor, as Beldi's appender adopts it.
+func TestWritesAfterAnUnlinkedSuccessorLinkIt(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h, rt := newWriter(t, c, &crashAfterCreating{instance: "appender", row: "00000000000000000001"})
+	write(t, h, "w1", 1)
+	write(t, h, "w2", 2) // the head is full
+	if _, err := h.Invoke(context.Background(), "writer", "appender", 3); !errors.Is(err, ssf.ErrCrashed) {
+		t.Fatalf("want the injected crash after the successor's creation, got %v", err)
+	}
+	if s := shape(t, rt); s.Reachable != 1 || s.Stored != 2 {
+		t.Fatalf("after the crashed append: %+v, want the head linked and an unlinked successor", s)
+	}
+	write(t, h, "w4", 4) // finds the unlinked row highest, and links it
+	if s := shape(t, rt); s.Reachable != 2 || s.Stored != 2 {
+		t.Fatalf("after the next write: %+v, want both rows linked", s)
+	}
+	for i := 5; i <= 9; i++ {
+		write(t, h, fmt.Sprintf("w%d", i), i)
+	}
+	value := func() string {
+		items, err := rt.Items(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(items["t/k"])
+	}
+	if got := value(); got != "9" {
+		t.Fatalf("t/k = %s, want the last write's 9", got)
+	}
+	// The crashed instance runs again (its write had not applied), then everything else is
+	// collected: no row may stay behind.
+	c.Advance(2 * time.Second) // past the relaunch delay
+	if _, err := rt.CollectIntents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	if got := value(); got != "3" {
+		t.Fatalf("t/k = %s after the re-run, want its 3", got)
+	}
+	for i := 0; i < 4; i++ {
+		c.Advance(bound + time.Second)
+		gc(t, rt)
+	}
+	if s := shape(t, rt); s.Stored != s.Reachable {
+		t.Fatalf("after GC: %+v, want every stored row linked", s)
 	}
 }

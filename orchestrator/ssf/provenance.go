@@ -161,11 +161,22 @@ func (rt *Runtime) exportBatch(ctx context.Context, name string, members map[str
 			recs = append(recs, rec)
 		}
 	}
+	// A concurrent collector may have exported this batch since, and then deleted its members'
+	// index entries and logs (it deletes only after marking the batch exported): what this one
+	// claimed and read may then be short of the batch, and must not replace its export. Read
+	// before that mark, it is the whole batch.
+	row, found, err := rt.st.Get(ctx, store.Key{Partition: exportPartition, Sort: name})
+	if err != nil {
+		return err
+	}
+	if !found || row[attrExported] == true {
+		return nil
+	}
 	if err := rt.export(ctx, name, recs); err != nil {
 		return err
 	}
 	rep.Exported += len(recs)
-	_, err := rt.st.Update(ctx, store.Key{Partition: exportPartition, Sort: name}, store.RowExists(),
+	_, err = rt.st.Update(ctx, store.Key{Partition: exportPartition, Sort: name}, store.RowExists(),
 		store.Update{store.SetAttr(store.Attr(attrExported), true)})
 	return err
 }

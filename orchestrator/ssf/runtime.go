@@ -119,7 +119,7 @@ type Runtime struct {
 }
 
 type counters struct {
-	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, lateStarts, corruptions, steps stat
+	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, lateStarts, corruptions, steps, writeScans stat
 }
 
 // Stats are cumulative counters of a runtime's activity.
@@ -142,6 +142,11 @@ type Stats struct {
 	Corruptions int64
 	// Steps taken by executions (a re-execution's replayed steps too).
 	Steps int64
+	// WriteScans: item writes that scanned the item's whole list, because the last row's
+	// PriorWrites filter could not rule out that an earlier row logs the step (a replayed
+	// step, a false positive, or rows written without a filter). Every other write reads
+	// only the last row.
+	WriteScans int64
 }
 
 // New validates cfg and returns a runtime.
@@ -288,7 +293,7 @@ func (rt *Runtime) Stats() Stats {
 		Executions: rt.stats.executions.Load(), Reexecutions: rt.stats.reexecutions.Load(),
 		Abandoned: rt.stats.abandoned.Load(), Callbacks: rt.stats.callbacks.Load(),
 		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(), GaveUp: rt.stats.gaveUp.Load(), LateStarts: rt.stats.lateStarts.Load(),
-		Corruptions: rt.stats.corruptions.Load(), Steps: rt.stats.steps.Load(),
+		Corruptions: rt.stats.corruptions.Load(), Steps: rt.stats.steps.Load(), WriteScans: rt.stats.writeScans.Load(),
 	}
 }
 
