@@ -209,6 +209,16 @@ func (d *Driver) swap(key store.Key, old, blob []byte) statement {
 		[]any{key.Partition, key.Sort, blob, sum[:]}}
 }
 
+// insert is the statement that creates the row key holding blob: with ifAbsent, doing nothing
+// (no row affected) where it exists; without, failing (unique_violation, 23505).
+func (d *Driver) insert(key store.Key, blob []byte, ifAbsent bool) statement {
+	sql := `INSERT INTO ` + d.table + ` (pk, sk, attrs) VALUES ($1, $2, $3)`
+	if ifAbsent {
+		sql += ` ON CONFLICT DO NOTHING`
+	}
+	return statement{sql, []any{key.Partition, key.Sort, blob}}
+}
+
 // getRaw reads a row's attributes as stored; lock (" FOR UPDATE" or "") ends the SELECT.
 func (d *Driver) getRaw(ctx context.Context, q conn, key store.Key, lock string) ([]byte, bool, error) {
 	var blob []byte
@@ -241,35 +251,47 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 // the new state: each retry means another writer's update applied, so the loop makes
 // progress. The update takes effect at the swap, on the state the read saw, which is still
 // the row's; a condition that fails does at the read, whose snapshot is the row's state then.
-func (d *Driver) updateSwapping(ctx context.Context, u store.BatchUpdate) (store.UpdateResult, error) {
+func (d *Driver) updateSwapping(ctx context.Context, u store.BatchUpdate) (res store.UpdateResult, err error) {
+	err = d.optimistically(ctx, u.Key, func(old []byte, cur store.Attrs, exists bool) (*statement, error) {
+		var blob []byte
+		var err error
+		if res, blob, err = u.Evaluate(cur, exists, d.limits.MaxRowBytes); err != nil || !res.Applied {
+			return nil, err
+		}
+		stmt := d.insert(u.Key, blob, true)
+		if exists {
+			stmt = d.swap(u.Key, old, blob)
+		}
+		return &stmt, nil
+	})
+	return res, err
+}
+
+// optimistically is the loop of updateSwapping and of a conditional Delete: read the row,
+// let decide return the statement that makes the change to exactly the bytes read (nil: no
+// change), run it, and start again if another writer changed the row in between.
+func (d *Driver) optimistically(ctx context.Context, key store.Key, decide func(old []byte, cur store.Attrs, exists bool) (*statement, error)) error {
 	for {
 		if err := ctx.Err(); err != nil {
-			return store.UpdateResult{}, err
+			return err
 		}
-		old, exists, err := d.getRaw(ctx, d.pool, u.Key, "")
+		old, exists, err := d.getRaw(ctx, d.pool, key, "")
 		if err != nil {
-			return store.UpdateResult{}, err
+			return err
 		}
 		var cur store.Attrs
 		if exists {
 			if cur, err = store.DecodeAttrs(old); err != nil {
-				return store.UpdateResult{}, fmt.Errorf("row %s: %w", u.Key, err)
+				return fmt.Errorf("row %s: %w", key, err)
 			}
 		}
-		res, blob, err := u.Evaluate(cur, exists, d.limits.MaxRowBytes)
-		if err != nil || !res.Applied {
-			return res, err
+		stmt, err := decide(old, cur, exists)
+		if err != nil || stmt == nil {
+			return err
 		}
-		var tag pgconn.CommandTag
-		if exists {
-			swap := d.swap(u.Key, old, blob)
-			tag, err = d.pool.Exec(ctx, swap.sql, swap.args...)
-		} else {
-			tag, err = d.pool.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-				u.Key.Partition, u.Key.Sort, blob)
-		}
+		tag, err := d.pool.Exec(ctx, stmt.sql, stmt.args...)
 		if err != nil || tag.RowsAffected() == 1 {
-			return res, err
+			return err
 		}
 	}
 }
@@ -324,7 +346,8 @@ func (d *Driver) updateLocked(ctx context.Context, q conn, u store.BatchUpdate) 
 			_, err = q.Exec(ctx, `UPDATE `+d.table+` SET attrs = $3 WHERE pk = $1 AND sk = $2`, u.Key.Partition, u.Key.Sort, blob)
 			return res, err
 		}
-		tag, err := q.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, u.Key.Partition, u.Key.Sort, blob)
+		create := d.insert(u.Key, blob, true)
+		tag, err := q.Exec(ctx, create.sql, create.args...)
 		if err != nil || tag.RowsAffected() == 1 {
 			return res, err
 		}
@@ -347,7 +370,8 @@ func (d *Driver) create(ctx context.Context, q conn, u store.BatchUpdate) (res s
 	if err != nil || !res.Applied {
 		return store.UpdateResult{}, false, nil
 	}
-	tag, err := q.Exec(ctx, `INSERT INTO `+d.table+` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, u.Key.Partition, u.Key.Sort, blob)
+	insert := d.insert(u.Key, blob, true)
+	tag, err := q.Exec(ctx, insert.sql, insert.args...)
 	if err != nil || tag.RowsAffected() == 0 {
 		return store.UpdateResult{}, false, err
 	}
@@ -417,27 +441,14 @@ func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (de
 		return deleted, d.wrap(ctx, err)
 	}
 	// As updateSwapping: read, evaluate, and delete the row only if it is still the bytes read.
-	for {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		old, exists, err := d.getRaw(ctx, d.pool, key, "")
-		if err != nil || !exists {
-			return false, d.wrap(ctx, err)
-		}
-		cur, err := store.DecodeAttrs(old)
-		if err != nil {
-			return false, fmt.Errorf("row %s: %w", key, err)
-		}
-		if !cond.Eval(cur, true) {
-			return false, nil
+	err = d.optimistically(ctx, key, func(old []byte, cur store.Attrs, exists bool) (*statement, error) {
+		if deleted = exists && cond.Eval(cur, true); !deleted {
+			return nil, nil
 		}
 		sum := sha256.Sum256(old)
-		tag, err := d.pool.Exec(ctx, `DELETE FROM `+d.table+` WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $3`, key.Partition, key.Sort, sum[:])
-		if err != nil || tag.RowsAffected() == 1 {
-			return err == nil, d.wrap(ctx, err)
-		}
-	}
+		return &statement{`DELETE FROM ` + d.table + ` WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $3`, []any{key.Partition, key.Sort, sum[:]}}, nil
+	})
+	return deleted && err == nil, d.wrap(ctx, err)
 }
 
 func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.Cond) (bool, error) {
@@ -672,28 +683,19 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 	stmts, swaps := make([]statement, 0, len(ups)+1), 0
 	keys := make(map[store.Key]bool, len(ups))
 	for i, u := range ups {
-		old, scanned := t.read[u.Key]
-		var cur store.Attrs
-		if scanned {
-			var err error
-			if cur, err = store.DecodeAttrs(old); err != nil {
-				break
-			}
-		}
-		res, blob, err := u.Evaluate(cur, scanned, t.d.limits.MaxRowBytes)
-		if keys[u.Key] || err != nil || !res.Applied || !scanned && !createFirst(u.Cond) {
+		p, ok := t.planOne(u)
+		if keys[u.Key] || !ok {
 			break
 		}
 		keys[u.Key] = true
-		rs[i] = res
-		if scanned {
-			swap := t.d.swap(u.Key, old, blob)
+		rs[i] = p.res
+		if p.scanned {
+			swap := t.d.swap(u.Key, p.old, p.blob)
 			swap.sql = `WITH swapped AS (` + swap.sql + ` RETURNING 1) SELECT 1 / count(*) FROM swapped`
 			stmts = append(stmts, swap)
 			swaps++
 		} else {
-			stmts = append(stmts, statement{`INSERT INTO ` + t.d.table + ` (pk, sk, attrs) VALUES ($1, $2, $3)`,
-				[]any{u.Key.Partition, u.Key.Sort, blob}})
+			stmts = append(stmts, t.d.insert(u.Key, p.blob, false))
 		}
 	}
 	if !t.commitsEarly || swaps == 0 || len(stmts) != len(ups) {
@@ -715,6 +717,36 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 	return rs, true, nil
 }
 
+// oneStatement is an update a transaction can send as one statement, decided on what it
+// already knows: a swap of a row its scan read (old, the bytes read) where the condition holds
+// on those bytes, or the creation of a row it did not read, tried first (createFirst).
+type oneStatement struct {
+	res     store.UpdateResult
+	scanned bool
+	old     []byte
+	blob    []byte // the row's new bytes
+}
+
+// planOne plans u as one statement, if it can be.
+func (t txDriver) planOne(u store.BatchUpdate) (oneStatement, bool) {
+	old, scanned := t.read[u.Key]
+	var cur store.Attrs
+	switch {
+	case scanned:
+		var err error
+		if cur, err = store.DecodeAttrs(old); err != nil {
+			return oneStatement{}, false
+		}
+	case !createFirst(u.Cond):
+		return oneStatement{}, false
+	}
+	res, blob, err := u.Evaluate(cur, scanned, t.d.limits.MaxRowBytes)
+	if err != nil || !res.Applied {
+		return oneStatement{}, false
+	}
+	return oneStatement{res: res, scanned: scanned, old: old, blob: blob}, true
+}
+
 // updateAll applies a batch in one round trip where it can: every update that may be one
 // statement (a swap of a row this transaction's scan read, where the condition holds on what
 // it read; a creation tried first, see createFirst) is sent in one pgx batch; the rest, and
@@ -724,9 +756,8 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 func (t txDriver) updateAll(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	rs := make([]store.UpdateResult, len(ups))
 	type planned struct {
-		at   int
-		res  store.UpdateResult
-		blob []byte // a swap's new bytes; nil for a creation
+		at int
+		oneStatement
 	}
 	var plan []planned
 	var stmts []statement
@@ -737,21 +768,15 @@ func (t txDriver) updateAll(ctx context.Context, ups []store.BatchUpdate) ([]sto
 			break
 		}
 		keys[u.Key] = true
-		if old, scanned := t.read[u.Key]; scanned {
-			cur, err := store.DecodeAttrs(old)
-			if err != nil {
-				continue
-			}
-			if res, blob, err := u.Evaluate(cur, true, t.d.limits.MaxRowBytes); err == nil && res.Applied {
-				plan = append(plan, planned{at: i, res: res, blob: blob})
-				stmts = append(stmts, t.d.swap(u.Key, old, blob))
-			}
-		} else if createFirst(u.Cond) {
-			if res, blob, err := u.Evaluate(nil, false, t.d.limits.MaxRowBytes); err == nil && res.Applied {
-				plan = append(plan, planned{at: i, res: res})
-				stmts = append(stmts, statement{`INSERT INTO ` + t.d.table + ` (pk, sk, attrs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-					[]any{u.Key.Partition, u.Key.Sort, blob}})
-			}
+		p, ok := t.planOne(u)
+		if !ok {
+			continue
+		}
+		plan = append(plan, planned{at: i, oneStatement: p})
+		if p.scanned {
+			stmts = append(stmts, t.d.swap(u.Key, p.old, p.blob))
+		} else {
+			stmts = append(stmts, t.d.insert(u.Key, p.blob, true))
 		}
 	}
 	if len(plan) < 2 {
@@ -776,7 +801,7 @@ func (t txDriver) updateAll(ctx context.Context, ups []store.BatchUpdate) ([]sto
 			continue
 		}
 		rs[p.at], decided[p.at] = p.res, true
-		if p.blob != nil {
+		if p.scanned {
 			t.read[ups[p.at].Key] = p.blob // locked by this transaction now: it stays these bytes
 		}
 	}
