@@ -551,15 +551,15 @@ func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error
 // update carried them and checks their results. Only inside a store transaction: everything
 // commits together there, so the entries need not be written before the write they precede.
 // With last, the caller makes no other store operation in the transaction once the carrying
-// update applies, so the store may commit with it (store.FinalBatcher).
+// update applies, so the store may commit with it (store.FinalBatcher), entries or none.
 func (e *Env) carryingFlush(st *store.Table, all, last bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
 	write, kept := e.toFlush(all)
-	if len(write) == 0 {
+	if len(write) == 0 && !last {
 		return st, func() ([]unloggedEntry, error) { return kept, nil }
 	}
 	c := &flushCarrier{Driver: st.Driver(), entries: e.logEntries(write), last: last}
 	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
-		if !c.carried {
+		if !c.carried && len(c.entries) > 0 {
 			if _, err := c.carry(e.ctx, nil, false); err != nil {
 				return nil, err
 			}

@@ -803,13 +803,30 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		}
 	} else {
 		err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) (err error) {
-			if _, err = env.flushTo(st, true); err != nil {
+			if !oneCommit {
+				if _, err = env.flushTo(st, true); err != nil {
+					return err
+				}
+				rs, err = st.UpdateBatch(env.ctx, batch)
 				return err
 			}
-			if rs, err = st.UpdateBatch(env.ctx, batch); err != nil || !pendingInCommit {
+			// One commit: the pending entry's removal first, then the intent read in the
+			// transaction, so that a store that remembers what its transaction read (pgstore)
+			// can send the done mark as a compare-and-swap, with the entries, the finished
+			// entry and the commit, in one request (store.FinalBatcher).
+			if pendingInCommit {
+				if _, err = st.Delete(env.ctx, pendingKey(rt.cfg.IndexShards, in.id), store.Always()); err != nil {
+					return err
+				}
+			}
+			if _, _, err = st.Get(env.ctx, intentKey(in.id)); err != nil {
 				return err
 			}
-			_, err = st.Delete(env.ctx, pendingKey(rt.cfg.IndexShards, in.id), store.Always())
+			carrying, finish := env.carryingFlush(st, true, true)
+			if rs, err = carrying.UpdateBatch(env.ctx, batch); err != nil {
+				return err
+			}
+			_, err = finish()
 			return err
 		})
 	}

@@ -596,8 +596,8 @@ func (d *Driver) attempt(ctx context.Context, opts pgx.TxOptions, body func(*pip
 	return d.wrap(ctx, tx.commit(ctx))
 }
 
-// txDriver is the Driver that Transact hands to its function. It keeps the rows its scans
-// returned as they were read: an update of one of them whose condition holds there is one
+// txDriver is the Driver that Transact hands to its function. It keeps the rows its scans and
+// gets returned as they were read: an update of one of them whose condition holds there is one
 // compare-and-swap UPDATE (applied only if the row is still those bytes), instead of a
 // SELECT ... FOR UPDATE and an UPDATE. The runtime's DAAL writes update the tail their scan
 // found, so each saves a statement and a round trip.
@@ -639,9 +639,18 @@ func (t txDriver) update(ctx context.Context, u store.BatchUpdate) (store.Update
 	return t.d.update(ctx, t.tx, u)
 }
 
+// Get reads a row and, as a scan does, keeps its bytes for a compare-and-swap update of it.
 func (t txDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
-	a, found, err := t.d.get(ctx, t.tx, key, "")
-	return a, found, t.d.wrap(ctx, err)
+	blob, found, err := t.d.getRaw(ctx, t.tx, key, "")
+	if err != nil || !found {
+		return nil, false, t.d.wrap(ctx, err)
+	}
+	a, err := store.DecodeAttrs(blob)
+	if err != nil {
+		return nil, false, fmt.Errorf("row %s: %w", key, err)
+	}
+	t.read[key] = blob
+	return a, true, nil
 }
 
 func (t txDriver) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {

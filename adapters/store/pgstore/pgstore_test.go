@@ -279,6 +279,55 @@ func TestFinalBatchCommitsWithItsStatements(t *testing.T) {
 	}
 }
 
+// A row the transaction read with Get is swapped like a scanned one: the runtime's done mark
+// reads its intent in the transaction so that it, the index entries and the COMMIT go in one
+// final batch; a row changed after the Get aborts that batch, and the next attempt decides.
+func TestFinalBatchSwapsARowReadByGet(t *testing.T) {
+	ctx := context.Background()
+	d, statements := countedTable(t, "final_gets")
+	done := func(b bool) store.Update { return store.Update{store.SetAttr(store.Path{"done"}, b)} }
+	intent := store.Key{Partition: "i", Sort: "intent"}
+	if _, err := d.Update(ctx, intent, store.Always(), done(false)); err != nil {
+		t.Fatal(err)
+	}
+	run := func(entry store.Key, interfere func() error) (rs []store.UpdateResult, committed bool, attempts int, err error) {
+		err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+			attempts++
+			if _, _, err := tx.Get(ctx, intent); err != nil {
+				return err
+			}
+			if attempts == 1 {
+				if err := interfere(); err != nil {
+					return err
+				}
+			}
+			rs, committed, err = tx.(store.FinalBatcher).UpdateBatchFinal(ctx, []store.BatchUpdate{
+				{Key: intent, Cond: store.Equal(store.Path{"done"}, false), Update: done(true)},
+				{Key: entry, Cond: store.Always(), Update: done(true)},
+			})
+			return err
+		})
+		return rs, committed, attempts, err
+	}
+	before := statements()
+	rs, committed, attempts, err := run(store.Key{Partition: "f", Sort: "1"}, func() error { return nil })
+	if err != nil || !committed || attempts != 1 || !rs[0].Applied || !rs[1].Applied {
+		t.Fatalf("final batch after a Get: %+v committed %v after %d attempts, %v; want it committed in one attempt", rs, committed, attempts, err)
+	}
+	if got := statements() - before; got != 5 { // BEGIN with the SELECT; the swap, INSERT, COMMIT
+		t.Errorf("final batch after a Get: %d statements, want 5", got)
+	}
+	// Another writer marks it done after the first attempt's Get: the batch aborts, and the
+	// next attempt finds the condition false.
+	if _, err := d.Update(ctx, intent, store.Always(), done(false)); err != nil {
+		t.Fatal(err)
+	}
+	rs, committed, attempts, err = run(store.Key{Partition: "f", Sort: "2"}, func() error { _, err := d.Update(ctx, intent, store.Always(), done(true)); return err })
+	if err != nil || committed || attempts != 2 || rs[0].Applied || !rs[1].Applied {
+		t.Fatalf("final batch on an intent changed after the Get: %+v committed %v after %d attempts, %v; want the done mark refused in a second attempt", rs, committed, attempts, err)
+	}
+}
+
 // countedTable opens table on the durable cluster and returns its driver and a count of the
 // statements run on it so far (with every COMMIT and ROLLBACK, and a BEGIN for each: a BEGIN
 // pipelined with the first statement, in the extended protocol, is not in pg_stat_statements).

@@ -607,6 +607,7 @@ func testScanReverseLimit(t suite.T, d store.Driver) {
 		{"Limit", store.ScanOptions{Limit: 2}, []string{"01", "02"}},
 		{"Reverse", store.ScanOptions{Reverse: true}, []string{"10", "03", "02", "01"}},
 		{"ReverseLimit1", store.ScanOptions{Reverse: true, Limit: 1}, []string{"10"}},
+		{"ReverseLimit2", store.ScanOptions{Reverse: true, Limit: 2}, []string{"10", "03"}}, // a DAAL write's last two rows
 		{"LimitAboveSize", store.ScanOptions{Limit: 10}, []string{"01", "02", "03", "10"}},
 		{"ReverseLimitProjected", store.ScanOptions{Reverse: true, Limit: 1, Projection: []store.Path{store.Attr("s")}}, []string{"10"}},
 	} {
