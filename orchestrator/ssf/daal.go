@@ -106,9 +106,9 @@ type lockChange struct {
 // and reports whether it applied (always true without a condition) and whether that outcome was
 // already logged (by an earlier or concurrent execution of the step: Beldi's case A). Beldi Fig.
 // 6 and §4.4 scan the list first, since case A may hold in any row; here the last row alone
-// decides when it is the head or its PriorWrites filter rules the step out of every row before
+// decides when it is the head or its PriorWrites summary rules the step out of every row before
 // it (see priorwrites.go), so a write costs the same on a long list as on a short one. Only
-// when the filter cannot rule it out (a key that may be there, a row written without a filter)
+// when the summary cannot rule it out (a key that may be there, a row written without one)
 // does a projected scan check every row. tryWrite then works through the cases from there.
 func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (daalOutcome, error) {
 	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
@@ -377,9 +377,9 @@ func (w daalWrite) update(lk string, out daalOutcome) store.Update {
 
 // appendRow gives the full row `full` a successor and returns the successor's id (case D). The
 // successor starts with the full row's value and lock, which are final because the row is full,
-// and with the PriorWrites filter of the log keys of every row up to the full one. Creating it
+// and with the PriorWrites summary of the log keys of every row up to the full one. Creating it
 // before linking means a crash in between leaves an unlinked row that the next appender adopts
-// (its id is deterministic, its filter as good as any) or that the GC removes.
+// (its id is deterministic, its summary as good as any) or that the GC removes.
 func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full string, fullAttrs store.Attrs) (string, error) {
 	next, err := nextRowID(full)
 	if err != nil {
@@ -417,12 +417,12 @@ func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full st
 	return "", fmt.Errorf("%w: %s: row %s vanished while appending", ErrCorrupt, part, full)
 }
 
-// priorWritesThrough returns the PriorWrites filter of a successor of the full row `full`: the
+// priorWritesThrough returns the PriorWrites summary of a successor of the full row `full`: the
 // log keys of every row of the list up to and including it. Those rows are full (or linked) and
 // their logs final, so a scan taken now sees them as they will stay; rows the GC unlinked hold
 // only the keys of instances collected or past every execution's lifetime, which no execution
 // will write again. It returns nil when the scan does not reach the full row (it is not a
-// snapshot on paged stores): the successor then has no filter, and writes to it scan.
+// snapshot on paged stores): the successor then has no summary, and writes to it scan.
 func (rt *Runtime) priorWritesThrough(ctx context.Context, st *store.Table, part, full string) ([]byte, error) {
 	chain, _, err := rt.scanChain(ctx, st, part, []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites)})
 	if err != nil {

@@ -186,7 +186,7 @@ func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
 		t.Fatalf("%d writes of new steps scanned the list", s.WriteScans)
 	}
 	// The write by "slow" must not be re-applied on top of the later writes: its entry is in
-	// a row before the tail, which the tail's filter must not rule out.
+	// a row before the tail, which the tail's summary must not rule out.
 	if _, err := rt.CollectIntents(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -821,7 +821,7 @@ func (c *crashAfterCreating) Inject(_ context.Context, p ssf.FaultPoint) error {
 }
 
 // A successor created and never linked (its appender crashed) is the row with the highest id
-// but not the tail: writes must not go to it on the strength of its filter, or the list that
+// but not the tail: writes must not go to it on the strength of its summary, or the list that
 // traversals and the garbage collector see would end before the rows holding the item's
 // newest writes (until some later append happened to link them). The next write scans, finds
 // the full row as the tail and links the successor, as Beldi's appender adopts it.

@@ -143,8 +143,8 @@ type Stats struct {
 	// Steps taken by executions (a re-execution's replayed steps too).
 	Steps int64
 	// WriteScans: item writes that scanned the item's whole list, because the last row's
-	// PriorWrites filter could not rule out that an earlier row logs the step (a replayed
-	// step, a false positive, or rows written without a filter). Every other write reads
+	// PriorWrites summary could not rule out that an earlier row logs the step (a replayed
+	// step, a false positive, or rows written without a summary). Every other write reads
 	// only the last row.
 	WriteScans int64
 }

@@ -202,7 +202,7 @@ var metrics = []struct {
 	{"ssf.late_starts", "starts refused for arriving more than T after they were sent", func(c *counters) *stat { return &c.lateStarts }},
 	{"ssf.corruptions", "invariant violations found in stored state (must stay 0)", func(c *counters) *stat { return &c.corruptions }},
 	{"ssf.steps", "steps taken by executions, replayed ones included", func(c *counters) *stat { return &c.steps }},
-	{"ssf.write_scans", "item writes that scanned the whole list (the last row's filter could not rule out an earlier entry)", func(c *counters) *stat { return &c.writeScans }},
+	{"ssf.write_scans", "item writes that scanned the whole list (the last row's summary could not rule out an earlier entry)", func(c *counters) *stat { return &c.writeScans }},
 }
 
 // instruments are the metrics' counters, one per process for every SSF, made through the

@@ -296,18 +296,69 @@ func (d *Driver) optimistically(ctx context.Context, key store.Key, decide func(
 	}
 }
 
-// UpdateBatch implements store.Batcher: every update in one transaction, one commit.
+// UpdateBatch implements store.Batcher: every update in one transaction, one commit. A batch of
+// creations (an instance's intent with its index entry, a flush of log entries) is first sent
+// whole with its BEGIN and COMMIT (createAll); a row that exists aborts that, and the batch is
+// decided update by update on the rows as they are.
 func (d *Driver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (out []store.UpdateResult, err error) {
 	for _, u := range ups {
 		if err := u.Update.Validate(); err != nil {
 			return nil, err
 		}
 	}
+	if out, created, err := d.createAll(ctx, ups); err != nil || created {
+		return out, err
+	}
 	err = d.transact(ctx, func(tx *pipelinedTx) (err error) {
 		out, err = d.updateAll(ctx, tx, ups)
 		return d.wrap(ctx, err)
 	})
 	return out, err
+}
+
+// createAll applies a batch of two or more updates that each create a row absent so far in one
+// round trip: BEGIN, a plain INSERT per update (createFirst ones that apply on an absent row)
+// and COMMIT in one pgx batch. created is false when the batch is not such (nothing was sent),
+// or a row existed (its INSERT's unique violation aborted everything) or the transaction met
+// a serialization failure: the caller then decides the batch on the rows as they are.
+func (d *Driver) createAll(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, created bool, err error) {
+	if len(ups) < 2 {
+		return nil, false, nil
+	}
+	rs = make([]store.UpdateResult, len(ups))
+	stmts := make([]statement, 0, len(ups)+1)
+	keys := make(map[store.Key]bool, len(ups))
+	for i, u := range ups {
+		if keys[u.Key] || !createFirst(u.Cond) {
+			return nil, false, nil
+		}
+		keys[u.Key] = true
+		res, blob, err := u.Evaluate(nil, false, d.limits.MaxRowBytes)
+		if err != nil || !res.Applied {
+			return nil, false, nil
+		}
+		rs[i] = res
+		stmts = append(stmts, d.insert(u.Key, blob, false))
+	}
+	err = d.attempt(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx *pipelinedTx) error {
+		tags, err := tx.execAll(ctx, append(stmts, statement{sql: "commit"}))
+		if err != nil {
+			return err
+		}
+		tx.ended = true
+		if tags[len(tags)-1].String() == "ROLLBACK" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return rs, true, nil
+	case errors.As(err, &pgErr) && pgErr.Code == "23505", retryable(err), errors.Is(err, pgx.ErrTxCommitRollback):
+		return nil, false, nil
+	}
+	return nil, false, d.wrap(ctx, err)
 }
 
 func (d *Driver) updateAll(ctx context.Context, q conn, ups []store.BatchUpdate) ([]store.UpdateResult, error) {

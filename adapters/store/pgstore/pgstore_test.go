@@ -279,6 +279,36 @@ func TestFinalBatchCommitsWithItsStatements(t *testing.T) {
 	}
 }
 
+// A batch of creations (an intent with its index entry) is one round trip; where a row exists
+// the whole attempt aborts and the batch is decided on the rows as they are: the existing row
+// is not overwritten, and an update that always applies does apply.
+func TestBatchOfCreations(t *testing.T) {
+	ctx := context.Background()
+	d, statements := countedTable(t, "created_batches")
+	v := func(n int64) store.Update { return store.Update{store.SetAttr(store.Path{"v"}, n)} }
+	intent, index := store.Key{Partition: "i", Sort: "intent"}, store.Key{Partition: "p", Sort: "1"}
+	batch := func(n int64) []store.BatchUpdate {
+		return []store.BatchUpdate{{Key: index, Cond: store.Always(), Update: v(n)}, {Key: intent, Cond: store.RowAbsent(), Update: v(n)}}
+	}
+	before := statements()
+	rs, err := d.(store.Batcher).UpdateBatch(ctx, batch(1))
+	if err != nil || !rs[0].Applied || !rs[1].Applied {
+		t.Fatalf("creations: %+v %v", rs, err)
+	}
+	if got := statements() - before; got != 4 { // BEGIN, the two INSERTs, COMMIT: sent in one pgx batch
+		t.Errorf("creations: %d statements, want 4", got)
+	}
+	rs, err = d.(store.Batcher).UpdateBatch(ctx, batch(2))
+	if err != nil || !rs[0].Applied || rs[0].Attrs["v"] != int64(2) || rs[1].Applied || rs[1].Attrs["v"] != int64(1) {
+		t.Fatalf("creations over existing rows: %+v %v; want the index entry updated to 2 and the intent refused, still 1", rs, err)
+	}
+	for key, want := range map[store.Key]int64{index: 2, intent: 1} {
+		if a, _, err := d.Get(ctx, key); err != nil || a["v"] != want {
+			t.Errorf("%v: %v %v, want v %d", key, a, err, want)
+		}
+	}
+}
+
 // A row the transaction read with Get is swapped like a scanned one: the runtime's done mark
 // reads its intent in the transaction so that it, the index entries and the COMMIT go in one
 // final batch; a row changed after the Get aborts that batch, and the next attempt decides.
