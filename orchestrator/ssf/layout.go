@@ -44,7 +44,7 @@ const (
 	attrSeq          = "Seq"          // int64 the item's version: versioned writes that applied to it (provenance)
 	attrVersion      = "Ver"          // int64, bumped by every change; pins conditional writes
 	attrDangleTime   = "DangleTime"   // int64 unix nanos when the GC found the row unreachable
-	attrPriorWrites  = "PriorWrites"  // []byte Bloom filter of the log keys of the rows before a successor (priorwrites.go)
+	attrPriorWrites  = "PriorWrites"  // []byte summary (fingerprints or a Bloom filter) of the log keys of the rows before a successor (priorwrites.go)
 	attrLockOwner    = "LockOwner"    // string transaction id (or instance) holding the item's lock
 	attrLockStart    = "LockStart"    // int64 the holder's intent-creation time (wait-die age)
 )
