@@ -139,15 +139,16 @@ func TestGCWaitsTBeforeDeletingUnlinkedRows(t *testing.T) {
 type crashOnce struct {
 	mu       sync.Mutex
 	instance string
-	writes   int
+	row      string // the DAAL row whose update it crashes after; "" for any
 	done     bool
 }
 
-// Inject crashes the chosen instance right after its first DAAL write took effect.
+// Inject crashes the chosen instance right after its first update of t/k's DAAL (of c.row,
+// if set) took effect.
 func (c *crashOnce) Inject(_ context.Context, p ssf.FaultPoint) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done || p.Instance != c.instance || p.Op != "update" || !p.After || p.Key.Partition != "d|t|k" {
+	if c.done || p.Instance != c.instance || p.Op != "update" || !p.After || p.Key.Partition != "d|t|k" || c.row != "" && p.Key.Sort != c.row {
 		return nil
 	}
 	c.done = true
@@ -801,25 +802,6 @@ func TestLockHoldersAreFinishedNotAbandoned(t *testing.T) {
 	}
 }
 
-// crashAfterCreating crashes the chosen instance right after it created DAAL row `row` of t/k:
-// an appender stopped between creating a successor and linking it.
-type crashAfterCreating struct {
-	mu       sync.Mutex
-	instance string
-	row      string
-	done     bool
-}
-
-func (c *crashAfterCreating) Inject(_ context.Context, p ssf.FaultPoint) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done || p.Instance != c.instance || p.Op != "update" || !p.After || p.Key.Partition != "d|t|k" || p.Key.Sort != c.row {
-		return nil
-	}
-	c.done = true
-	return ssf.ErrCrashed
-}
-
 // A successor created and never linked (its appender crashed) is the row with the highest id
 // but not the tail: writes must not go to it on the strength of its summary, or the list that
 // traversals and the garbage collector see would end before the rows holding the item's
@@ -827,7 +809,7 @@ func (c *crashAfterCreating) Inject(_ context.Context, p ssf.FaultPoint) error {
 // the full row as the tail and links the successor, as Beldi's appender adopts it.
 func TestWritesAfterAnUnlinkedSuccessorLinkIt(t *testing.T) {
 	c := testclock.New(time.Unix(1e9, 0))
-	h, rt := newWriter(t, c, &crashAfterCreating{instance: "appender", row: "00000000000000000001"})
+	h, rt := newWriter(t, c, &crashOnce{instance: "appender", row: "00000000000000000001"}) // after creating the successor, before linking it
 	write(t, h, "w1", 1)
 	write(t, h, "w2", 2) // the head is full
 	if _, err := h.Invoke(context.Background(), "writer", "appender", 3); !errors.Is(err, ssf.ErrCrashed) {
