@@ -340,7 +340,7 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 		return res, nil
 	}
 	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async, Tx: tx, Builtin: builtin,
-		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx)}
+		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx), Fresh: r.Applied}
 	res, err := e.rt.call(e.ctx, callee, req, "call", logRow)
 	if err != nil {
 		return Result{}, e.fail(fmt.Errorf("invoke %s (instance %s): %w", callee, calleeID, err))

@@ -441,7 +441,7 @@ var errVoided = errors.New("ssf: intent creation voided by the intent collector"
 func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in *intent, created bool, err error) {
 	key := intentKey(req.InstanceID)
 	heldIndex := rt.holderRetries(req)
-	if !heldIndex {
+	if !heldIndex && (!req.Fresh || req.Sent != 0) {
 		// Most requests for an existing instance are re-executions and callbacks' re-sends: one
 		// read, and no index write, serves them.
 		a, found, err := rt.st.Get(ctx, key)

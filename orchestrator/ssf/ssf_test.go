@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,5 +205,82 @@ func TestTwoSSFsOnOneTableAreRefused(t *testing.T) {
 	defer again.Close()
 	if _, err := again.Add(ssf.Config{Name: "first", Store: tbl, Handler: echo}); err != nil {
 		t.Fatalf("the owner reopening its table: %v", err)
+	}
+}
+
+// getCounter counts a table's Gets.
+type getCounter struct {
+	store.Driver
+	gets atomic.Int64
+}
+
+func (c *getCounter) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
+	c.gets.Add(1)
+	return c.Driver.Get(ctx, key)
+}
+
+// recordingTransport delivers in-process, keeping the calls it delivered.
+type recordingTransport struct {
+	mu    sync.Mutex
+	rts   map[string]*ssf.Runtime
+	calls []ssf.Request
+}
+
+func (r *recordingTransport) Call(ctx context.Context, name string, req ssf.Request) (ssf.Result, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, req)
+	rt := r.rts[name]
+	r.mu.Unlock()
+	return rt.Handle(ctx, req)
+}
+
+func (r *recordingTransport) Spawn(ctx context.Context, name string, req ssf.Request) error {
+	_, err := r.Call(ctx, name, req)
+	return err
+}
+
+// A call whose caller just created its invoke-log entry is new: the callee creates its intent
+// without reading it first. The same request delivered again (a transport's redelivery) meets
+// the intent in the creation's answer and returns the recorded result without running again.
+func TestFreshCallCreatesWithoutARead(t *testing.T) {
+	ctx := context.Background()
+	tr := &recordingTransport{rts: map[string]*ssf.Runtime{}}
+	var runs atomic.Int64
+	calleeStore := &getCounter{Driver: memstore.New(memstore.DefaultMaxRowBytes)}
+	for name, c := range map[string]struct {
+		tbl *store.Table
+		fn  ssf.Handler
+	}{
+		"callee": {store.NewTable(calleeStore, "mem://callee"), func(env *ssf.Env, in json.RawMessage) (any, error) {
+			runs.Add(1)
+			return json.RawMessage(in), env.Write("t", "k", in)
+		}},
+		"caller": {newTable(), func(env *ssf.Env, in json.RawMessage) (any, error) { return env.SyncInvoke("callee", 7) }},
+	} {
+		rt, err := ssf.New(ssf.Config{Name: name, Store: c.tbl, Handler: c.fn, Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.rts[name] = rt
+	}
+	res, err := tr.rts["caller"].Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: "c1"})
+	if err != nil || string(res.Output) != "7" {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	var call ssf.Request
+	for _, c := range tr.calls {
+		if c.Caller != nil && c.Kind == ssf.KindInvoke {
+			call = c
+		}
+	}
+	if !call.Fresh {
+		t.Fatalf("the first call was not marked fresh: %+v", call)
+	}
+	if n := calleeStore.gets.Load(); n != 0 {
+		t.Errorf("the callee read %d rows for a fresh call, want none", n)
+	}
+	again, err := tr.rts["callee"].Handle(ctx, call)
+	if err != nil || string(again.Output) != "7" || !again.Replayed || runs.Load() != 1 {
+		t.Fatalf("the fresh call delivered again: %+v %v, runs %d; want the recorded 7, replayed, one run", again, err, runs.Load())
 	}
 }

@@ -91,6 +91,11 @@ type Request struct {
 	// Trace is the W3C traceparent of the step that sent the request, kept in the intent: every
 	// execution of the instance is traced as that step's child (OpenTelemetry).
 	Trace string `json:"trace,omitempty"`
+	// Fresh says the caller created the invoke-log entry naming this instance just before the
+	// call: the instance is new unless a duplicate of the caller's execution called it first,
+	// so the callee tries its intent's creation without reading it first. A hint: an intent
+	// that exists answers the creation as a read would (at the cost of an index write).
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // CallerRef names the invoke-log entry a callee reports to.
