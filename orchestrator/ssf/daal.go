@@ -127,14 +127,14 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 	if err != nil {
 		return daalOutcome{}, err
 	}
-	if tail, ok := linkedLastRow(last); ok {
-		if prior, _ := tail.attrs[attrPriorWrites].([]byte); tail.id == headRowID || !priorMayHold(prior, lk) {
-			return rt.writeFrom(ctx, st, part, tail, lk, w)
-		}
+	tail, linked := linkedLastRow(last)
+	switch prior, _ := tail.attrs[attrPriorWrites].([]byte); {
+	case len(last) == 0:
+		return rt.writeFromHead(ctx, st, part, lk, w) // the item's first write
+	case linked && (tail.id == headRowID || !priorMayHold(prior, lk)):
+		return rt.writeFrom(ctx, st, part, tail, lk, w)
 	}
-	if len(last) > 0 {
-		rt.stats.writeScans.inc()
-	}
+	rt.stats.writeScans.inc()
 	chain, _, err := rt.scanChain(ctx, st, part, proj)
 	if err != nil {
 		return daalOutcome{}, err
@@ -145,12 +145,18 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 		}
 	}
 	if len(chain) == 0 {
-		if err := rt.ensureHead(ctx, uncarried(st), part); err != nil {
-			return daalOutcome{}, err
-		}
-		return rt.tryWrite(ctx, st, part, headRowID, nil, lk, w)
+		return rt.writeFromHead(ctx, st, part, lk, w)
 	}
 	return rt.writeFrom(ctx, st, part, chain[len(chain)-1], lk, w)
+}
+
+// writeFromHead drives a write from the head, creating it if the item has none: no row comes
+// before the head, so the write may start there whatever rows were created since.
+func (rt *Runtime) writeFromHead(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (daalOutcome, error) {
+	if err := rt.ensureHead(ctx, uncarried(st), part); err != nil {
+		return daalOutcome{}, err
+	}
+	return rt.tryWrite(ctx, st, part, headRowID, nil, lk, w)
 }
 
 // linkedLastRow returns the row with the highest id, from the two highest (a reverse scan), if
