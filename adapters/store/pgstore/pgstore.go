@@ -341,15 +341,7 @@ func (d *Driver) createAll(ctx context.Context, ups []store.BatchUpdate) (rs []s
 		stmts = append(stmts, d.insert(u.Key, blob, false))
 	}
 	err = d.attempt(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx *pipelinedTx) error {
-		tags, err := tx.execAll(ctx, append(stmts, statement{sql: "commit"}))
-		if err != nil {
-			return err
-		}
-		tx.ended = true
-		if tags[len(tags)-1].String() == "ROLLBACK" {
-			return pgx.ErrTxCommitRollback
-		}
-		return nil
+		return tx.commitWith(ctx, stmts)
 	})
 	var pgErr *pgconn.PgError
 	switch {
@@ -762,17 +754,13 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 		rs, err := t.updateAll(ctx, ups)
 		return rs, false, t.d.wrap(ctx, err)
 	}
-	tags, err := t.tx.execAll(ctx, append(stmts, statement{sql: "commit"}))
+	err := t.tx.commitWith(ctx, stmts)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "22012"): // a row was there; a swap matched none
 		return nil, false, errFinalRefused
 	case err != nil:
 		return nil, false, t.d.wrap(ctx, err)
-	}
-	t.tx.ended = true
-	if tags[len(tags)-1].String() == "ROLLBACK" {
-		return nil, false, t.d.wrap(ctx, pgx.ErrTxCommitRollback)
 	}
 	return rs, true, nil
 }

@@ -95,6 +95,21 @@ type statement struct {
 	args []any
 }
 
+// commitWith sends stmts and COMMIT in one batch (with BEGIN if it was not sent yet): the
+// transaction ends with it. A statement's error aborts it all (the server rolled back); a
+// COMMIT the server turned into a ROLLBACK is pgx.ErrTxCommitRollback.
+func (t *pipelinedTx) commitWith(ctx context.Context, stmts []statement) error {
+	tags, err := t.execAll(ctx, append(stmts, statement{sql: "commit"}))
+	if err != nil {
+		return err
+	}
+	t.ended = true
+	if tags[len(tags)-1].String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
 // execAll sends stmts in one batch, with BEGIN if it was not sent yet, and returns their tags.
 // A statement's error ends the batch: the server aborted the transaction.
 func (t *pipelinedTx) execAll(ctx context.Context, stmts []statement) (tags []pgconn.CommandTag, err error) {
