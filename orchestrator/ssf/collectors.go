@@ -235,7 +235,6 @@ type GCReport struct {
 	KeysExpired    int // tombstones whose result was dropped KeyRetention after collection, with any rows left in their partitions
 	KeysForgotten  int // expired keys removed ExpiredKeyRetention after they expired
 	TxsRemoved     int // finished transactions whose record and shadows were removed
-	ShadowRows     int // rows of those transactions' shadow DAALs deleted
 	Items          int // linked DAALs visited
 	Exported       int // instances whose provenance records were exported before their logs were deleted
 	// Lag is how long past T the oldest finished instance the pass kept (held by its holder)
@@ -470,35 +469,14 @@ func (rt *Runtime) expireKey(ctx context.Context, id string, collected int64) (b
 	return err == nil && r.Applied, err
 }
 
-// collectTx removes what a finished transaction left in this SSF: its shadow DAALs and its
-// record. The instance that ended it here is recyclable, so none of the transaction's executions
-// can still run: each began before the end did, and T has passed since the end finished. The
-// record goes last, being how the shadows are found.
+// collectTx removes what a finished transaction left in this SSF: its record. The instance that
+// ended it here is recyclable, so none of the transaction's executions can still run (and write
+// the record again): each began before the end did, and T has passed since the end finished.
+// Its uncommitted values went with the locks, at the end.
 func (rt *Runtime) collectTx(ctx context.Context, txID string, rep *GCReport) error {
 	record, err := rt.st.Scan(ctx, txPartition(txID), store.ScanOptions{Projection: []store.Path{}})
 	if err != nil {
 		return err
-	}
-	for _, r := range record {
-		item, ok := strings.CutPrefix(r.Key.Sort, "k|")
-		if !ok {
-			continue // a callee, which collects its own
-		}
-		table, key, _ := strings.Cut(item, "|")
-		part := shadowPartition(txID, table, key)
-		if _, err := rt.st.Delete(ctx, directoryKey(rt.cfg.IndexShards, part), store.Always()); err != nil {
-			return err
-		}
-		rows, err := rt.st.Scan(ctx, part, store.ScanOptions{Projection: []store.Path{}})
-		if err != nil {
-			return err
-		}
-		for _, row := range rows {
-			if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
-				return err
-			}
-			rep.ShadowRows++
-		}
 	}
 	for _, r := range record {
 		if _, err := rt.st.Delete(ctx, r.Key, store.Always()); err != nil {

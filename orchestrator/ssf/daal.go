@@ -73,9 +73,16 @@ func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, in
 type daalWrite struct {
 	setValue bool
 	value    []byte // JSON; "null" removes the value
+	// txValue writes value as the lock holder's uncommitted value (TxValue) instead of the
+	// item's: a transaction's write, kept in the item's row beside its lock.
+	txValue bool
 	// lock changes the lock owner: a non-empty owner takes it (with ownerStart, the wait-die
-	// age), an empty one releases it.
+	// age), an empty one releases it and drops any uncommitted value.
 	lock *lockChange
+	// commitTxValue makes the uncommitted value the row holds, if any, the item's value (a
+	// transaction's commit); the value comes from the row's state at the write, pinned by its
+	// version, so w.when must be set.
+	commitTxValue bool
 	// when, if set, must hold on the tail's attributes; its outcome is what the step logs
 	// (Beldi's B1/B2), and the tail's version is pinned so it is the outcome at the write.
 	when func(store.Attrs) bool
@@ -95,6 +102,9 @@ type daalWrite struct {
 type daalOutcome struct {
 	applied, replayed bool
 	version           int64
+	// committed is the value a commitTxValue write made the item's, when it applied here
+	// (nil for a row without an uncommitted value, or a replay).
+	committed []byte
 }
 
 type lockChange struct {
@@ -121,7 +131,7 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 		// The condition needs the tail's state: bring it with the scan rather than in a
 		// separate read. The version pin catches a change in between.
 		proj = append(proj, store.Attr(attrValue), store.Attr(attrVersion), store.Attr(attrLogSize),
-			store.Attr(attrLockOwner), store.Attr(attrLockStart), store.Attr(attrSeq))
+			store.Attr(attrLockOwner), store.Attr(attrLockStart), store.Attr(attrSeq), store.Attr(attrTxValue))
 	}
 	last, err := st.Scan(ctx, part, store.ScanOptions{Reverse: true, Limit: 2, Projection: append(proj, store.Attr(attrPriorWrites))})
 	if err != nil {
@@ -256,6 +266,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 			cur, projected = a, false
 		}
 		if cur == nil || rt.caseB(cur, lk) {
+			w := w.committing(cur)
 			out, guard := daalOutcome{applied: true, version: -1}, rt.caseBCond(lk)
 			if w.when != nil {
 				out.applied = w.when(cur)
@@ -269,6 +280,9 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 				if w.when == nil {
 					guard = store.And(guard, seqIs(cur))
 				}
+			}
+			if w.commitTxValue && out.applied {
+				out.committed = w.value
 			}
 			r, err := st.Update(ctx, key, guard, w.update(lk, out))
 			if err != nil {
@@ -347,6 +361,19 @@ func versionIs(a store.Attrs) store.Cond {
 	return store.NotExists(store.Attr(attrVersion))
 }
 
+// committing turns a commit into the write it is on row state a: the uncommitted value, if a
+// holds one, becomes the item's (a numbered version where versions are kept); without one the
+// commit only releases the lock.
+func (w daalWrite) committing(a store.Attrs) daalWrite {
+	if !w.commitTxValue {
+		return w
+	}
+	v, ok := a[attrTxValue].([]byte)
+	w.setValue, w.value = ok, v
+	w.versioned = w.versioned && ok
+	return w
+}
+
 // update logs the step's outcome and, when the write applies, makes its changes.
 func (w daalWrite) update(lk string, out daalOutcome) store.Update {
 	var entry any = out.applied
@@ -364,7 +391,10 @@ func (w daalWrite) update(lk string, out daalOutcome) store.Update {
 	if !out.applied {
 		return u
 	}
-	if w.setValue {
+	switch {
+	case w.setValue && w.txValue:
+		u = append(u, store.SetAttr(store.Attr(attrTxValue), w.value))
+	case w.setValue:
 		if bytes.Equal(w.value, []byte("null")) {
 			u = append(u, store.RemoveAttr(store.Attr(attrValue)))
 		} else {
@@ -373,7 +403,8 @@ func (w daalWrite) update(lk string, out daalOutcome) store.Update {
 	}
 	if w.lock != nil {
 		if w.lock.owner == "" {
-			u = append(u, store.RemoveAttr(store.Attr(attrLockOwner)), store.RemoveAttr(store.Attr(attrLockStart)))
+			u = append(u, store.RemoveAttr(store.Attr(attrLockOwner)), store.RemoveAttr(store.Attr(attrLockStart)),
+				store.RemoveAttr(store.Attr(attrTxValue)))
 		} else {
 			u = append(u, store.SetAttr(store.Attr(attrLockOwner), w.lock.owner), store.SetAttr(store.Attr(attrLockStart), w.lock.start))
 		}
@@ -391,9 +422,10 @@ func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full st
 	if err != nil {
 		return "", err
 	}
-	// The item's current state moves to the successor: its value and its lock.
+	// The item's current state moves to the successor: its value, its lock and the lock
+	// holder's uncommitted value.
 	init := store.Update{store.SetAttr(store.Attr(attrLogSize), int64(0)), store.SetAttr(store.Attr(attrVersion), int64(0))}
-	for _, a := range []string{attrValue, attrSeq, attrLockOwner, attrLockStart} {
+	for _, a := range []string{attrValue, attrSeq, attrLockOwner, attrLockStart, attrTxValue} {
 		if v, ok := fullAttrs[a]; ok {
 			init = append(init, store.SetAttr(store.Attr(a), v))
 		}

@@ -163,7 +163,7 @@ func (e *Env) Read(table, key string) (_ json.RawMessage, err error) {
 		return nil, err
 	}
 	if e.tx != nil {
-		if err := e.txLock(table, key); err != nil {
+		if _, err := e.txLock(table, key, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -204,24 +204,22 @@ func (e *Env) ReadInto(table, key string, dst any) (found bool, err error) {
 }
 
 // Write sets key in table to value (any JSON-encodable value; nil stores null), exactly once.
+// Inside a transaction the value waits uncommitted beside the item's committed value, in the
+// same row, until the commit: the two must fit together, or Write returns ErrValueTooLarge.
 func (e *Env) Write(table, key string, value any) (err error) {
 	defer e.traceStep("write", "ssf.item.table", table, "ssf.item.key", key)(&err)
 	val, err := e.encodeValue(table, key, value)
 	if err != nil {
 		return err
 	}
-	part := dataPartition(table, key)
 	if e.tx != nil {
-		if err := e.txLock(table, key); err != nil {
-			return err
-		}
-		part = shadowPartition(e.tx.ctx.ID, table, key) // visible at commit
+		return e.txWrite(table, key, val)
 	}
 	step, err := e.begin()
 	if err != nil {
 		return err
 	}
-	_, err = e.logAndWrite(part, step, daalWrite{setValue: true, value: val, record: e.writeEvent(table, key, val, e.tx != nil)})
+	_, err = e.logAndWrite(dataPartition(table, key), step, daalWrite{setValue: true, value: val, record: e.writeEvent(table, key, val, false)})
 	return err
 }
 
@@ -685,11 +683,36 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 		return daalOutcome{}, e.fail(err)
 	}
 	e.unlogged = kept
-	if rec := w.record; rec != nil {
+	if rec := w.record; rec != nil && (out.applied || !w.txValue) { // a transaction's write records what it keeps
+		if w.commitTxValue && !e.committedValue(part, rec, out) {
+			return out, nil // the commit wrote no value: a release, not a write
+		}
 		rec.applied, rec.version, rec.at = out.applied, out.version, e.rt.now()
 		e.unlogged = append(e.unlogged, unloggedEntry{step: step, event: rec})
 	}
 	return out, nil
+}
+
+// committedValue completes the provenance record of a transaction's commit of an item with the
+// value the commit made the item's, and reports whether it made one. A commit that applied
+// here knows it; a replayed one finds it in the item's last row if no write has come since
+// (its record then stands unless the execution that applied it died before writing it).
+func (e *Env) committedValue(part string, rec *dataEvent, out daalOutcome) bool {
+	v := out.committed
+	if out.replayed && out.applied && out.version > 0 {
+		rows, err := e.rt.st.Scan(e.ctx, part, store.ScanOptions{Reverse: true, Limit: 1,
+			Projection: []store.Path{store.Attr(attrValue), store.Attr(attrSeq)}})
+		if err == nil && len(rows) == 1 && itemVersion(rows[0].Attrs) == out.version {
+			if v, _ = rows[0].Attrs[attrValue].([]byte); v == nil {
+				v = []byte("null")
+			}
+		}
+	}
+	if v == nil {
+		return false
+	}
+	*rec = *e.writeEvent(rec.table, rec.key, v, false)
+	return true
 }
 
 // writeEvent is the provenance record of a write of value to an item, nil when the SSF does not

@@ -47,6 +47,7 @@ const (
 	attrPriorWrites  = "PriorWrites"  // []byte summary (fingerprints or a Bloom filter) of the log keys of the rows before a successor (priorwrites.go)
 	attrLockOwner    = "LockOwner"    // string transaction id (or instance) holding the item's lock
 	attrLockStart    = "LockStart"    // int64 the holder's intent-creation time (wait-die age)
+	attrTxValue      = "TxValue"      // []byte JSON the lock holder's uncommitted value ("null" included): a transaction's write until its end
 )
 
 // Intent row and log attributes (Beldi Fig. 3).
@@ -101,10 +102,6 @@ const (
 )
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }
-
-// shadowPartition holds a transaction's uncommitted value of an item: a linked DAAL like the
-// item's own, partitioned by transaction first (Beldi's shadow table, keyed by transaction id).
-func shadowPartition(txID, table, key string) string { return "s|" + txID + "|" + table + "|" + key }
 
 // txPartition records, per SSF, what a transaction touched here: sort key "k|TABLE|KEY" for an
 // item it locked, "c|SSF" for an SSF it called. Commit and abort start from this record.

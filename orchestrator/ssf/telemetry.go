@@ -317,7 +317,7 @@ func (m collectorMetrics) gcPass(took time.Duration, rep GCReport, err error) {
 	// What a failed pass removed before it stopped was removed all the same.
 	m.inst.intentsRemoved.Add(ctx, int64(rep.IntentsRemoved), attrs)
 	m.inst.logRowsDeleted.Add(ctx, int64(rep.LogRowsDeleted), attrs)
-	m.inst.daalRows.Add(ctx, int64(rep.RowsDeleted+rep.ShadowRows), attrs)
+	m.inst.daalRows.Add(ctx, int64(rep.RowsDeleted), attrs)
 }
 
 func (m collectorMetrics) daalLength(rows int) {

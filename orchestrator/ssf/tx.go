@@ -1,6 +1,7 @@
 package ssf
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,8 @@ import (
 )
 
 // Transactions (Beldi §6): two-phase locking with wait-die over the items' linked DAALs, writes
-// kept in shadow DAALs until commit, and commit or abort propagated to every SSF the transaction
+// kept until commit as the lock holder's uncommitted value in the item's own row (where Beldi
+// keeps a shadow DAAL per item), and commit or abort propagated to every SSF the transaction
 // called. Every lock, shadow write, flush and release is an exactly-once step, so a crash at any
 // point leaves the intent collector to finish what was started: a transaction's effects are all
 // or nothing, and no lock stays held.
@@ -168,11 +170,12 @@ func (e *Env) Lock(table, key string) (err error) {
 		return err
 	}
 	if e.tx != nil {
-		return e.txLock(table, key)
+		_, err := e.txLock(table, key, nil)
+		return err
 	}
 	owner := "instance:" + e.id
 	for {
-		ok, replayed, err := e.lockStep(table, key, owner, e.start)
+		ok, replayed, err := e.lockStep(table, key, owner, e.start, nil)
 		if err != nil || ok {
 			return err
 		}
@@ -205,10 +208,11 @@ func (e *Env) Unlock(table, key string) (err error) {
 	return err
 }
 
-// lockStep is one logged attempt to take the item's lock for owner. replayed reports that the
-// outcome came from the log: a re-execution must not sleep again through waits it already
-// waited, or a wait longer than the lifetime bound could never be replayed to its end.
-func (e *Env) lockStep(table, key, owner string, start int64) (ok, replayed bool, err error) {
+// lockStep is one logged attempt to take the item's lock for owner, and with it, if val is not
+// nil, to write val as owner's uncommitted value (see txWrite; both apply or neither). replayed
+// reports that the outcome came from the log: a re-execution must not sleep again through waits
+// it already waited, or a wait longer than the lifetime bound could never be replayed to its end.
+func (e *Env) lockStep(table, key, owner string, start int64, val []byte) (ok, replayed bool, err error) {
 	if err := e.markLocks(); err != nil {
 		return false, false, err
 	}
@@ -217,10 +221,15 @@ func (e *Env) lockStep(table, key, owner string, start int64) (ok, replayed bool
 		return false, false, err
 	}
 	// Taking a lock is an effect others see: the reads before it are logged first.
-	out, err := e.logAndWrite(dataPartition(table, key), step, daalWrite{
+	w := daalWrite{
 		lock: &lockChange{owner: owner, start: start},
 		when: func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner },
-	})
+	}
+	if val != nil {
+		w = e.txValueWrite(table, key, val, w.when)
+		w.lock = &lockChange{owner: owner, start: start}
+	}
+	out, err := e.logAndWrite(dataPartition(table, key), step, w)
 	return out.applied, out.replayed, err
 }
 
@@ -273,42 +282,50 @@ func (e *Env) awaitRelease(table, key string, holder lockHolder) error {
 
 // txLock takes the item's lock for the transaction, once per execution (Beldi Fig. 11): if
 // another transaction holds it, an older requester waits and a younger one dies (wait-die), so
-// no deadlock can form.
-func (e *Env) txLock(table, key string) error {
+// no deadlock can form. A write that takes the lock passes its value (val not nil), to write it
+// with the lock in one step; written reports that it did.
+func (e *Env) txLock(table, key string, val []byte) (written bool, err error) {
 	tx := e.tx
 	if tx.aborted != nil {
-		return tx.aborted
+		return false, tx.aborted
 	}
 	item := table + "|" + key
 	if tx.locked[item] {
-		return nil
+		return false, nil
 	}
 	// Record the item first, so that commit or abort finds it even if the lock is taken and the
 	// execution dies at once. The record is idempotent, not a step.
 	if err := e.record(tx.ctx.ID, "k|"+item); err != nil {
-		return err
+		return false, err
 	}
 	for {
-		ok, replayed, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start)
+		ok, replayed, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start, val)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if ok {
 			tx.locked[item] = true
-			return nil
+			return val != nil, nil
 		}
 		holder, err := e.lockHolder(table, key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if holder.Owner != "" && tx.ctx.youngerThan(holder.Owner, holder.Start) {
 			tx.aborted = &TxAbortedError{TxID: tx.ctx.ID, Start: tx.ctx.Start, Reason: "wait-die",
 				Item: table + "/" + key, Holder: holder.Owner, HolderStart: holder.Start}
-			return tx.aborted
+			return false, tx.aborted
+		}
+		if holder.Owner == "" || holder.Owner == tx.ctx.ID {
+			// Free (or ours) when read: the lock was released since the attempt, or the value did
+			// not fit. Take the lock alone; the write that follows tells which (the holder read is
+			// logged, so every execution takes the same turn).
+			val = nil
+			continue
 		}
 		if !replayed {
 			if err := e.awaitRelease(table, key, holder); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
@@ -363,20 +380,59 @@ func (e *Env) record(txID, what string) error {
 	return nil
 }
 
-// readInTx reads an item inside the transaction: its shadow if the transaction wrote it (read
-// your writes; shadow true), else its committed value and version, under the item's lock.
+// readInTx reads an item inside the transaction, under its lock, with one request: the
+// transaction's uncommitted value if it wrote the item (read your writes; shadow true), else
+// its committed value and version. The last row holds both, as it holds the lock.
 func (rt *Runtime) readInTx(e *Env, table, key string) (v []byte, version int64, shadow bool, err error) {
-	rows, err := rt.st.Scan(e.ctx, shadowPartition(e.tx.ctx.ID, table, key), store.ScanOptions{Reverse: true, Limit: 1,
-		Projection: []store.Path{store.Attr(attrValue)}})
-	if err != nil {
+	rows, err := rt.st.Scan(e.ctx, dataPartition(table, key), store.ScanOptions{Reverse: true, Limit: 1,
+		Projection: []store.Path{store.Attr(attrValue), store.Attr(attrSeq), store.Attr(attrTxValue), store.Attr(attrLockOwner)}})
+	if err != nil || len(rows) == 0 {
 		return nil, 0, false, err
 	}
-	if len(rows) > 0 {
-		v, _ := rows[0].Attrs[attrValue].([]byte)
-		return v, 0, true, nil
+	a := rows[0].Attrs
+	if tv, ok := a[attrTxValue].([]byte); ok && a[attrLockOwner] == e.tx.ctx.ID {
+		if bytes.Equal(tv, []byte("null")) {
+			tv = nil
+		}
+		return tv, 0, true, nil
 	}
-	v, version, err = rt.readValue(e.ctx, table, key)
-	return v, version, false, err
+	v, _ = a[attrValue].([]byte)
+	return v, itemVersion(a), false, nil
+}
+
+// txWrite writes an item inside the transaction: under the item's lock, as the transaction's
+// uncommitted value in the item's row, which its commit makes the item's value. The row holds
+// it beside the committed value, so the two must fit in one row together; a write that does not
+// fit is logged as not applied and fails, the same way in every execution.
+// The first write of an item in the execution takes its lock in the same step.
+func (e *Env) txWrite(table, key string, val []byte) error {
+	if written, err := e.txLock(table, key, val); err != nil || written {
+		return err
+	}
+	step, err := e.begin()
+	if err != nil {
+		return err
+	}
+	txID := e.tx.ctx.ID
+	out, err := e.logAndWrite(dataPartition(table, key), step,
+		e.txValueWrite(table, key, val, func(a store.Attrs) bool { return a[attrLockOwner] == txID }))
+	if err == nil && !out.applied {
+		return fmt.Errorf("%w: %s/%s: inside a transaction the new value waits for the commit beside the committed one, and the two take more than the %d bytes of value a row of %s holds",
+			ErrValueTooLarge, table, key, e.rt.maxValueBytes(table, key), e.rt.st.Name())
+	}
+	return err
+}
+
+// txValueWrite writes val as the item's uncommitted value where locked holds of the row and val
+// fits in it beside the committed value.
+func (e *Env) txValueWrite(table, key string, val []byte, locked func(store.Attrs) bool) daalWrite {
+	room := e.rt.maxValueBytes(table, key)
+	return daalWrite{setValue: true, value: val, txValue: true,
+		when: func(a store.Attrs) bool {
+			committed, _ := a[attrValue].([]byte)
+			return locked(a) && len(committed)+len(val) <= room
+		},
+		record: e.writeEvent(table, key, val, true)}
 }
 
 // builtinTxEnd is the runtime handler that commits or aborts a transaction in one SSF.
@@ -405,9 +461,11 @@ func EndTxRequest(instanceID, ssfName string, tx TxContext) (Request, error) {
 }
 
 // endTxHandler commits or aborts the transaction's work in this SSF, then in every SSF it
-// called from here (Beldi's recursive Commit/Abort modes). A commit writes each shadow value to
-// its item and releases the item's lock in one step, so no item is ever left flushed but
-// locked, or released but unflushed; an abort releases the locks and leaves shadows unread.
+// called from here (Beldi's recursive Commit/Abort modes). A commit makes each item's uncommitted
+// value its value and releases its lock in one step on its row, so no item is ever left
+// committed but locked, or released but uncommitted; an abort releases the locks and drops the
+// uncommitted values. Each step applies only while the transaction holds the lock, so ending a
+// transaction twice (two ends, or an end replayed after a crash) changes nothing the second time.
 func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 	var in txEndInput
 	if err := json.Unmarshal(raw, &in); err != nil {
@@ -444,20 +502,10 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 			continue
 		}
 		table, key, _ := strings.Cut(strings.TrimPrefix(t, "k|"), "|")
-		w := releaseIf(tx.ID)
+		w := releaseIf(tx.ID) // an abort drops the uncommitted value with the lock
 		if tx.Mode == TxCommit {
-			step, err := e.begin()
-			if err != nil {
-				return nil, err
-			}
-			shadow, err := e.logged(step, func() ([]byte, error) { return rt.shadowValue(e, tx.ID, table, key) })
-			if err != nil {
-				return nil, err
-			}
-			if shadow != nil { // written in the transaction: "null" stores null; nil: only read
-				w.setValue, w.value = true, shadow[1:]
-				w.record = e.writeEvent(table, key, w.value, false)
-			}
+			w.commitTxValue = true
+			w.record = e.writeEvent(table, key, nil, false)
 		}
 		step, err := e.begin()
 		if err != nil {
@@ -481,21 +529,6 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 		}
 	}
 	return nil, nil
-}
-
-// shadowValue returns the transaction's shadow value of an item prefixed with "=" if the
-// transaction wrote it (so a written null is "=null"), or nil if it did not.
-func (rt *Runtime) shadowValue(e *Env, txID, table, key string) ([]byte, error) {
-	rows, err := rt.st.Scan(e.ctx, shadowPartition(txID, table, key), store.ScanOptions{Reverse: true, Limit: 1,
-		Projection: []store.Path{store.Attr(attrValue)}})
-	if err != nil || len(rows) == 0 {
-		return nil, err
-	}
-	v, ok := rows[0].Attrs[attrValue].([]byte)
-	if !ok {
-		v = []byte("null")
-	}
-	return append([]byte("="), v...), nil
 }
 
 // txAbortedResult marks an instance's result as that of an aborted transaction participant.

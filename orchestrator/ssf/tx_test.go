@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -355,3 +358,134 @@ func TestLockWaitLongerThanLifetime(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A transaction's write waits in the item's row, beside the committed value, until the commit.
+// With two entries a row, two writes (the first takes the lock) fill the head, so the commit's
+// step goes to a successor, which must carry the uncommitted value for the commit to find it.
+func TestCommitOnASuccessorOfTheWrittenRow(t *testing.T) {
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	rt := add(t, h, "fill", 2, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.BeginTx(); err != nil {
+			return nil, err
+		}
+		for _, v := range []string{"first", "in-tx"} {
+			if err := env.Write("t", "k", v); err != nil {
+				return nil, err
+			}
+		}
+		return env.EndTx()
+	})
+	r, err := h.Invoke(context.Background(), "fill", "i1", nil)
+	if err != nil || string(r.Output) != "true" || r.Error != "" {
+		t.Fatalf("%+v %v, want committed", r, err)
+	}
+	if got := balances(t, rt)["t/k"]; got != `"in-tx"` {
+		t.Fatalf("t/k = %s after the commit, want \"in-tx\"", got)
+	}
+	noLocks(t, map[string]*ssf.Runtime{"fill": rt})
+}
+
+// The uncommitted value shares the item's row with the committed one: a transaction's write
+// that cannot fit beside it is refused with ErrValueTooLarge (logged, so every execution agrees)
+// instead of failing in the store, and the transaction can abort cleanly.
+func TestTxWriteMustFitBesideTheCommittedValue(t *testing.T) {
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	big := strings.Repeat("x", 7000)
+	rt, err := h.Add(ssf.Config{Name: "big", Store: store.NewTable(memstore.New(16*1024), "mem://big"), RowCapacity: 4,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			var v string
+			if err := json.Unmarshal(in, &v); err != nil {
+				return nil, err
+			}
+			if env.InstanceID() == "set" {
+				return nil, env.Write("t", "k", v)
+			}
+			if err := env.BeginTx(); err != nil {
+				return nil, err
+			}
+			werr := env.Write("t", "k", v)
+			if werr != nil && !errors.Is(werr, ssf.ErrValueTooLarge) {
+				return nil, werr
+			}
+			if werr != nil {
+				if err := env.AbortTx(); err != nil {
+					return nil, err
+				}
+			}
+			committed, err := env.EndTx()
+			return map[string]any{"committed": committed, "refused": werr != nil}, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := h.Invoke(ctx, "big", "set", big); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Invoke(ctx, "big", "tx-big", big+"y")
+	if err != nil || string(r.Output) != `{"committed":false,"refused":true}` {
+		t.Fatalf("%+v %v, want the write refused and the transaction aborted", r, err)
+	}
+	r, err = h.Invoke(ctx, "big", "tx-small", "small")
+	if err != nil || string(r.Output) != `{"committed":true,"refused":false}` {
+		t.Fatalf("%+v %v, want a small write committed", r, err)
+	}
+	if got := balances(t, rt)["t/k"]; got != `"small"` {
+		t.Fatalf("t/k = %.20s after the commit, want \"small\"", got)
+	}
+	noLocks(t, map[string]*ssf.Runtime{"big": rt})
+}
+
+// Ending a transaction again (a second coordinator's commit, an end replayed by a runtime that
+// did not find the first) changes nothing: each commit step applies only while the transaction
+// holds the item's lock, so it cannot commit or release what a later transaction holds there.
+func TestEndingATransactionTwiceChangesNothing(t *testing.T) {
+	h, rts := newBank(t)
+	ctx := context.Background()
+	participate := func(id string, tx ssf.TxContext, delta int64) {
+		t.Helper()
+		in, _ := json.Marshal(map[string]any{"account": "a", "delta": delta})
+		r, err := h.Call(ctx, "accounts", ssf.Request{Kind: ssf.KindInvoke, InstanceID: id, Input: in, Tx: &tx})
+		if err == nil {
+			err = r.Err()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	end := func(id string, tx ssf.TxContext, mode ssf.TxMode) {
+		t.Helper()
+		tx.Mode = mode
+		req, err := ssf.EndTxRequest(id, "accounts", tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := h.Call(ctx, "accounts", req)
+		if err == nil {
+			err = r.Err()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	w1 := ssf.TxContext{ID: "w1", Start: 1, Mode: ssf.TxExecute}
+	w2 := ssf.TxContext{ID: "w2", Start: 2, Mode: ssf.TxExecute}
+	participate("p1", w1, -30)
+	end("end-w1", w1, ssf.TxCommit)
+	participate("p2", w2, -50) // w2 holds a, with 20 uncommitted
+	end("end-w1-again", w1, ssf.TxCommit)
+	if got := balances(t, rts["accounts"])["bal/a"]; got != "70" {
+		t.Fatalf("a = %s after w1's second commit, want 70: it committed w2's value", got)
+	}
+	locks, err := rts["accounts"].Locks(ctx)
+	if err != nil || len(locks) != 1 {
+		t.Fatalf("locks %v %v, want w2's on a still held", locks, err)
+	}
+	end("end-w2", w2, ssf.TxAbort)
+	if got := balances(t, rts["accounts"])["bal/a"]; got != "70" {
+		t.Fatalf("a = %s after w2 aborted, want 70", got)
+	}
+	noLocks(t, rts)
+}
