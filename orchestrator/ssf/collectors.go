@@ -271,9 +271,8 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	now := rt.now()
 	recyclable := map[string]bool{}
 	claims := map[string]string{} // recyclable instance -> the provenance batch that claimed it
-	var endedTxs []string         // ended by recyclable instances
 	for s := 0; s < rt.cfg.IndexShards; s++ {
-		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrEndsTx), store.Attr(attrExportBatch)}})
+		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrExportBatch)}})
 		if err != nil {
 			return rep, err
 		}
@@ -310,9 +309,6 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 			case entryRecyclable:
 				recyclable[row.Key.Sort] = true
 				claims[row.Key.Sort], _ = row.Attrs[attrExportBatch].(string)
-				if tx, ok := row.Attrs[attrEndsTx].(string); ok {
-					endedTxs = append(endedTxs, tx)
-				}
 			}
 		}
 	}
@@ -321,12 +317,6 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	collected, batches, err := rt.collectLogs(ctx, recyclable, claims, &rep)
 	if err != nil {
 		return rep, err
-	}
-
-	for _, tx := range endedTxs {
-		if err := rt.collectTx(ctx, tx, &rep); err != nil {
-			return rep, err
-		}
 	}
 
 	gone := &recyclability{rt: rt, recyclable: recyclable, known: map[string]bool{}}
@@ -483,7 +473,9 @@ func (rt *Runtime) collectTx(ctx context.Context, txID string, rep *GCReport) er
 			return err
 		}
 	}
-	rep.TxsRemoved++
+	if len(record) > 0 { // none: removed by an earlier pass that died before the instance's logs
+		rep.TxsRemoved++
+	}
 	return nil
 }
 

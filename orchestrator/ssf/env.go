@@ -55,7 +55,10 @@ type unloggedEntry struct {
 	value []byte
 	event *dataEvent // the item read or written, when the SSF captures provenance
 	kind  string     // the log row's kind when not "read" (a read-only SQL step's)
-	at    int64      // when it was taken, for provenance (entries without an event)
+	// endsTx names the transaction whose record the step listed to end it (endTxHere): the
+	// GC removes the record when it removes this instance's logs.
+	endsTx string
+	at     int64 // when it was taken, for provenance (entries without an event)
 }
 
 // dataEvent is what a step did to an item, kept for provenance in the step's log entry: in the
@@ -448,8 +451,13 @@ func (e *Env) logged(step int, produce func() ([]byte, error)) ([]byte, error) {
 
 // loggedEvent is logged for a step whose entry also records what it read, for provenance.
 func (e *Env) loggedEvent(step int, produce func() ([]byte, *dataEvent, error)) ([]byte, error) {
+	return e.loggedAs(unloggedEntry{step: step}, produce)
+}
+
+// loggedAs is loggedEvent for an entry with more to say than its value and event.
+func (e *Env) loggedAs(entry unloggedEntry, produce func() ([]byte, *dataEvent, error)) ([]byte, error) {
 	if e.replaying {
-		if v, found, err := e.rt.readLog(e.ctx, e.id, step); err != nil || found {
+		if v, found, err := e.rt.readLog(e.ctx, e.id, entry.step); err != nil || found {
 			if err != nil {
 				return nil, e.fail(err)
 			}
@@ -460,7 +468,8 @@ func (e *Env) loggedEvent(step int, produce func() ([]byte, *dataEvent, error)) 
 	if err != nil {
 		return nil, e.fail(err)
 	}
-	e.unlogged = append(e.unlogged, unloggedEntry{step: step, value: v, event: ev})
+	entry.value, entry.event = v, ev
+	e.unlogged = append(e.unlogged, entry)
 	return v, nil
 }
 
@@ -630,6 +639,9 @@ func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 	}
 	if r.at != 0 {
 		upd = append(upd, store.SetAttr(store.Attr(attrAt), r.at))
+	}
+	if r.endsTx != "" {
+		upd = append(upd, store.SetAttr(store.Attr(attrEndsTx), r.endsTx))
 	}
 	if ev := r.event; ev != nil {
 		upd = append(upd, store.SetAttr(store.Attr(attrItemTable), ev.table), store.SetAttr(store.Attr(attrItemKey), ev.key),

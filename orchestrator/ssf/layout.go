@@ -70,7 +70,7 @@ const (
 	attrBuiltin     = "Builtin"     // string runtime handler the instance runs (tx-end)
 	attrHolder      = "Holder"      // string what may re-send the request after it finished (Request.Holder)
 	attrHeldIndex   = "HeldIndex"   // bool: in the finished index from creation; its holder retries it
-	attrEndsTx      = "EndsTx"      // string, on a finished-index entry: the transaction the instance ended
+	attrEndsTx      = "EndsTx"      // string, on a read-log entry: the transaction whose record the step listed to end it (endTxHere)
 	attrCollected   = "Collected"   // int64 unix nanos the GC collected the instance; the intent is a tombstone since
 	attrVoid        = "Void"        // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
 	attrInputHash   = "InputHash"   // string digest of the request's input, kept in the tombstone (see inputDigest)

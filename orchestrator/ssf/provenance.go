@@ -218,13 +218,19 @@ func (rt *Runtime) forgetBatches(ctx context.Context, names []string) error {
 // deleteLogs deletes the instances' log rows (all but their intents).
 func (rt *Runtime) deleteLogs(ctx context.Context, ids []string, rep *GCReport) error {
 	for _, id := range ids {
-		rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{}})
+		rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{store.Attr(attrEndsTx)}})
 		if err != nil {
 			return err
 		}
 		for _, row := range rows {
 			if row.Key.Sort == intentSort {
 				continue
+			}
+			// The step that listed a transaction's record to end it: the record goes first.
+			if tx, ok := row.Attrs[attrEndsTx].(string); ok {
+				if err := rt.collectTx(ctx, tx, rep); err != nil {
+					return err
+				}
 			}
 			if _, err := rt.st.Delete(ctx, row.Key, store.Always()); err != nil {
 				return err

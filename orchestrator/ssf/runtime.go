@@ -854,15 +854,9 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 	return res, rt.removePending(env.ctx, in.id)
 }
 
-// finishedEntry puts an instance in the finished index, which the GC scans. The entry of a
-// transaction's end names the transaction: once that instance is recyclable, so are the
-// transaction's record and shadows in this SSF.
+// finishedEntry puts an instance in the finished index, which the GC scans.
 func (rt *Runtime) finishedEntry(in *intent) store.BatchUpdate {
-	upd := store.Update{store.SetAttr(store.Attr(attrDone), true)}
-	if tx := in.endsTx(); tx != "" {
-		upd = append(upd, store.SetAttr(store.Attr(attrEndsTx), tx))
-	}
-	return store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, in.id), Cond: store.Always(), Update: upd}
+	return store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, in.id), Cond: store.Always(), Update: store.Update{store.SetAttr(store.Attr(attrDone), true)}}
 }
 
 // endsTx is the transaction a transaction-end instance ends, or "".

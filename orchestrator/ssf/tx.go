@@ -139,8 +139,9 @@ func (e *Env) EndTx() (committed bool, err error) {
 	return e.endTx()
 }
 
-// endTx runs the commit or abort of the transaction this instance owns, as a built-in instance
-// of this SSF, so that it is exactly-once and survives crashes like any call.
+// endTx runs the commit or abort of the transaction this instance owns, in this instance: its
+// steps are logged like any other, and an instance that took locks is never given up, so a
+// crash anywhere leaves the intent collector to finish the end (see markLocks).
 func (e *Env) endTx() (bool, error) {
 	tx := e.tx
 	mode := TxCommit
@@ -150,11 +151,10 @@ func (e *Env) endTx() (bool, error) {
 	e.tx = nil // the end runs outside the transaction
 	end := tx.ctx
 	end.Mode = mode
-	res, err := e.call(e.rt.cfg.Name, txEndInput{Tx: end, Visited: []string{e.rt.cfg.Name}}, false, builtinTxEnd)
-	if err != nil {
-		return false, err
-	}
-	if err := res.Err(); err != nil {
+	if err := e.endTxHere(end, []string{e.rt.cfg.Name}); err != nil {
+		if e.err != nil {
+			return false, e.err
+		}
 		return false, e.fail(fmt.Errorf("%w: %s of transaction %s failed: %v", ErrCorrupt, mode, tx.ctx.ID, err))
 	}
 	return mode == TxCommit, nil
@@ -460,40 +460,47 @@ func EndTxRequest(instanceID, ssfName string, tx TxContext) (Request, error) {
 	return Request{Kind: KindInvoke, InstanceID: instanceID, Input: in, Builtin: builtinTxEnd}, nil
 }
 
-// endTxHandler commits or aborts the transaction's work in this SSF, then in every SSF it
-// called from here (Beldi's recursive Commit/Abort modes). A commit makes each item's uncommitted
-// value its value and releases its lock in one step on its row, so no item is ever left
-// committed but locked, or released but uncommitted; an abort releases the locks and drops the
-// uncommitted values. Each step applies only while the transaction holds the lock, so ending a
-// transaction twice (two ends, or an end replayed after a crash) changes nothing the second time.
+// endTxHandler is the built-in handler that ends a transaction in this SSF for the SSF that
+// called it in the transaction, or for a coordinator outside the runtime (EndTxRequest).
 func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 	var in txEndInput
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("%w: transaction end input %s: %v", ErrCorrupt, raw, err)
 	}
-	tx := in.Tx
-	// What the transaction touched here, logged: a re-execution ends the same set.
+	return nil, e.endTxHere(in.Tx, in.Visited)
+}
+
+// endTxHere commits or aborts the transaction's work in this SSF, then in every SSF it
+// called from here (Beldi's recursive Commit/Abort modes). A commit makes each item's uncommitted
+// value its value and releases its lock in one step on its row, so no item is ever left
+// committed but locked, or released but uncommitted; an abort releases the locks and drops the
+// uncommitted values. Each step applies only while the transaction holds the lock, so ending a
+// transaction twice (two ends, or an end replayed after a crash) changes nothing the second time.
+func (e *Env) endTxHere(tx TxContext, visited []string) error {
+	// What the transaction touched here, logged: a re-execution ends the same set. The entry
+	// names the transaction, so that the GC removes the record with this instance's logs.
 	step, err := e.begin()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	listed, err := e.logged(step, func() ([]byte, error) {
-		rows, err := rt.st.Scan(e.ctx, txPartition(tx.ID), store.ScanOptions{Projection: []store.Path{}})
+	listed, err := e.loggedAs(unloggedEntry{step: step, endsTx: tx.ID}, func() ([]byte, *dataEvent, error) {
+		rows, err := e.rt.st.Scan(e.ctx, txPartition(tx.ID), store.ScanOptions{Projection: []store.Path{}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sorts := make([]string, len(rows))
 		for i, r := range rows {
 			sorts[i] = r.Key.Sort
 		}
-		return json.Marshal(sorts)
+		b, err := json.Marshal(sorts)
+		return b, nil, err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var touched []string
 	if err := json.Unmarshal(listed, &touched); err != nil {
-		return nil, e.fail(fmt.Errorf("%w: transaction record %s", ErrCorrupt, listed))
+		return e.fail(fmt.Errorf("%w: transaction record %s", ErrCorrupt, listed))
 	}
 	var callees []string
 	for _, t := range touched {
@@ -509,26 +516,26 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 		}
 		step, err := e.begin()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if _, err := e.logAndWrite(dataPartition(table, key), step, w); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	visited := append(slices.Clone(in.Visited), callees...)
+	next := append(slices.Clone(visited), callees...)
 	for _, c := range callees {
-		if slices.Contains(in.Visited, c) {
+		if slices.Contains(visited, c) {
 			continue
 		}
-		res, err := e.call(c, txEndInput{Tx: tx, Visited: visited}, false, builtinTxEnd)
+		res, err := e.call(c, txEndInput{Tx: tx, Visited: next}, false, builtinTxEnd)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := res.Err(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // txAbortedResult marks an instance's result as that of an aborted transaction participant.
