@@ -43,7 +43,8 @@ type provenanceWorld struct {
 	marks   map[string]time.Time // the clock after each request
 }
 
-func newProvenanceWorld(t *testing.T) *provenanceWorld {
+// newProvenanceWorld builds the world; faults, if not nil, crashes its executions.
+func newProvenanceWorld(t *testing.T, faults ssf.FaultInjector) *provenanceWorld {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "provenance.db")
 	sink, err := sqlitesink.Open(ctx, path, 0)
@@ -66,7 +67,7 @@ func newProvenanceWorld(t *testing.T) *provenanceWorld {
 		"quiet":    {func(env *ssf.Env, in json.RawMessage) (any, error) { return nil, env.Write("t", "k", in) }, provenance.CaptureOff},
 	} {
 		rt, err := w.host.Add(ssf.Config{Name: name, Store: newTable(), Handler: c.fn, RowCapacity: 2, RelaunchDelay: time.Nanosecond,
-			Lifetime: lifetime, GCBound: bound, Clock: w.clock, Logger: quiet, Provenance: c.capture, ProvenanceSink: batches})
+			Lifetime: lifetime, GCBound: bound, Clock: w.clock, Logger: quiet, Provenance: c.capture, ProvenanceSink: batches, Faults: faults})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func (w *provenanceWorld) export(t *testing.T) *sql.DB {
 
 func TestProvenanceRecordsWhatEveryInstanceDid(t *testing.T) {
 	ctx := context.Background()
-	w := newProvenanceWorld(t)
+	w := newProvenanceWorld(t, nil)
 	for _, a := range []string{"a", "b"} {
 		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 100})
 	}
@@ -260,11 +261,90 @@ func TestProvenanceRecordsWhatEveryInstanceDid(t *testing.T) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// crashAtSecondWriter crashes the execution right after the first update of a row of partition
+// by an instance other than the first to update it once armed (the update took effect, its
+// reply is lost): in a transaction, the participant locks and writes, then the end commits.
+type crashAtSecondWriter struct {
+	mu        sync.Mutex
+	partition string
+	armed     bool
+	first     string
+	fired     bool
+}
+
+func (c *crashAtSecondWriter) Inject(_ context.Context, fp ssf.FaultPoint) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.armed || c.fired || fp.Op != "update" || !fp.After || fp.Key.Partition != c.partition {
+		return nil
+	}
+	if c.first == "" {
+		c.first = fp.Instance
+	}
+	if fp.Instance == c.first {
+		return nil
+	}
+	c.fired = true
+	return ssf.ErrCrashed
+}
+
+// A transaction's commit of an item whose execution dies right after the write, before the
+// write's provenance record is logged, is recorded by the execution that replays the step, with
+// the value the commit made (found in the item's row, as no write has come since).
+func TestCommitRecordSurvivesACrashAfterTheWrite(t *testing.T) {
+	ctx := context.Background()
+	crash := &crashAtSecondWriter{partition: "d|bal|a"}
+	w := newProvenanceWorld(t, crash)
+	for _, a := range []string{"a", "b"} {
+		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 100})
+	}
+	crash.mu.Lock()
+	crash.armed = true
+	crash.mu.Unlock()
+	if r, err := w.host.Invoke(ctx, "teller", "t1", transfer{From: "a", To: "b", Amount: 30}); err == nil && r.Error == "" {
+		t.Fatalf("t1 finished (%+v) through a crash of its commit", r)
+	}
+	if !crash.fired {
+		t.Fatal("the commit never crashed: the test tests nothing")
+	}
+	w.invoke(t, "teller", "t1", transfer{From: "a", To: "b", Amount: 30}) // the re-run replays the commit of a
+	if got := balances(t, w.rts["accounts"]); got["bal/a"] != "70" || got["bal/b"] != "130" {
+		t.Fatalf("balances %v after the re-run", got)
+	}
+	db := w.export(t)
+	if err := provquery.Check(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := provquery.Tree(ctx, db, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadow, committed := map[string]string{}, map[string]string{}
+	var walk func(n *provquery.Node)
+	walk = func(n *provquery.Node) {
+		for _, s := range n.Steps {
+			switch {
+			case s.Kind == "write" && s.Shadow:
+				shadow[s.Key] = s.Digest
+			case s.Kind == "write" && n.Builtin == "tx-end" && s.Applied && s.Version != nil && *s.Version == 2:
+				committed[s.Key] = s.Digest
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(tree)
+	if len(shadow) != 2 || committed["a"] != shadow["a"] || committed["b"] != shadow["b"] {
+		t.Fatalf("the commit recorded %v, want the values the participants wrote, %v", committed, shadow)
+	}
+}
+
 // Garbage collectors running at once (a schedule that overlaps its passes) export every instance
 // in exactly one batch: what a sink that names objects after batches needs.
 func TestConcurrentCollectorsExportEachInstanceOnce(t *testing.T) {
 	ctx := context.Background()
-	w := newProvenanceWorld(t)
+	w := newProvenanceWorld(t, nil)
 	for _, a := range []string{"a", "b"} {
 		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 1000})
 	}
