@@ -58,7 +58,10 @@ type unloggedEntry struct {
 	// endsTx names the transaction whose record the step listed to end it (endTxHere): the
 	// GC removes the record when it removes this instance's logs.
 	endsTx string
-	at     int64 // when it was taken, for provenance (entries without an event)
+	// txRecord, if set, makes the entry not a log entry but a note in a transaction's record
+	// (Env.record), idempotent, at this key.
+	txRecord *store.Key
+	at       int64 // when it was taken, for provenance (entries without an event)
 }
 
 // dataEvent is what a step did to an item, kept for provenance in the step's log entry: in the
@@ -303,11 +306,9 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 			return Result{}, e.tx.aborted
 		}
 		tx = &e.tx.ctx
-		// Recorded before the call, so that commit or abort reaches the callee even if this
-		// execution dies right after it.
-		if err := e.record(tx.ID, "c|"+callee); err != nil {
-			return Result{}, err
-		}
+		// Recorded before the call (flushed below), so that commit or abort reaches the callee
+		// even if this execution dies right after it.
+		e.record(tx.ID, "c|"+callee)
 	}
 	step, err := e.begin()
 	if err != nil {
@@ -626,6 +627,9 @@ func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last 
 
 // logEntry is the conditional creation of an entry's log row.
 func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
+	if r.txRecord != nil {
+		return store.BatchUpdate{Key: *r.txRecord, Cond: store.Always(), Update: store.Update{store.SetAttr(store.Attr(attrKind), "tx")}}
+	}
 	key, kind := readLogKey(e.id, r.step), "read"
 	switch {
 	case r.event != nil && r.event.write:

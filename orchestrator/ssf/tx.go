@@ -295,9 +295,7 @@ func (e *Env) txLock(table, key string, val []byte) (written bool, err error) {
 	}
 	// Record the item first, so that commit or abort finds it even if the lock is taken and the
 	// execution dies at once. The record is idempotent, not a step.
-	if err := e.record(tx.ctx.ID, "k|"+item); err != nil {
-		return false, err
-	}
+	e.record(tx.ctx.ID, "k|"+item)
 	for {
 		ok, replayed, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start, val)
 		if err != nil {
@@ -371,13 +369,11 @@ func (e *Env) currentLock(table, key string) (lockHolder, error) {
 	return h, nil
 }
 
-// record notes in this SSF's transaction record that the transaction touched what.
-func (e *Env) record(txID, what string) error {
-	if _, err := e.rt.st.Update(e.ctx, store.Key{Partition: txPartition(txID), Sort: what}, store.Always(),
-		store.Update{store.SetAttr(store.Attr(attrKind), "tx")}); err != nil {
-		return e.fail(err)
-	}
-	return nil
+// record notes in this SSF's transaction record that the transaction touched what. The note
+// is queued with the read-log entries, which the lock step or the call it precedes writes first
+// (on a store with transactions, in the same transaction): no request of its own.
+func (e *Env) record(txID, what string) {
+	e.unlogged = append(e.unlogged, unloggedEntry{txRecord: &store.Key{Partition: txPartition(txID), Sort: what}})
 }
 
 // readInTx reads an item inside the transaction, under its lock, with one request: the
