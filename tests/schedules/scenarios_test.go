@@ -523,3 +523,51 @@ func reusedIDAfterCollection(t *testing.T, tables func(string) *store.Table) {
 		t.Fatalf("n = %s after two instances with the same id, each incrementing once", n())
 	}
 }
+
+// A transaction's owner, duplicated, with a participant: it reads and rewrites k under the
+// lock, calls a callee that counts in the transaction, and ends the transaction in its own
+// instance (its last steps: the commit of k, then the end of the callee's part). Whatever the
+// interleaving, crash and pause: the commit happens once, all or nothing across both SSFs, and
+// no lock stays held.
+func TestScheduleTxOwnerEndsInline(t *testing.T) {
+	sc := Scenario{Name: "tx-owner-ends-inline", Setup: setup(map[string]any{"t/k": 1}),
+		SSFs: map[string]ssf.Handler{
+			App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
+				if err := env.BeginTx(); err != nil {
+					return nil, err
+				}
+				v, err := readInt(env, "t", "k")
+				if err != nil {
+					return nil, err
+				}
+				if err := env.Write("t", "k", v+10); err != nil {
+					return nil, err
+				}
+				if _, err := env.SyncInvoke("callee", nil); err != nil {
+					return nil, err
+				}
+				committed, err := env.EndTx()
+				if err != nil || !committed {
+					return nil, fmt.Errorf("committed %v: %v", committed, err)
+				}
+				return v, nil
+			},
+			"callee": func(env *ssf.Env, _ json.RawMessage) (any, error) {
+				return increment(env, "t", "c")
+			}},
+		Executions: duplicates(2, ssf.Request{}), Events: []Event{pause}, Crashes: 1,
+		Check: func(w *World, o Outcome) error {
+			if err := noLocks(o); err != nil {
+				return err
+			}
+			k, c := item(o, App, "t/k"), item(o, "callee", "t/c")
+			if (k == 11) != (c == 1) || k != 1 && k != 11 || c > 1 {
+				return fmt.Errorf("k = %d and c = %d: the commit was not all or nothing, or not once", k, c)
+			}
+			if v, err := resultInt(o); o.Known && (err != nil || v != 1 || k != 11) {
+				return fmt.Errorf("result %d (%v) with k = %d", v, err, k)
+			}
+			return nil
+		}}
+	explore(t, sc)
+}
