@@ -234,7 +234,7 @@ type GCReport struct {
 	IntentsRemoved int // intents replaced by tombstones (last)
 	KeysExpired    int // tombstones whose result was dropped KeyRetention after collection, with any rows left in their partitions
 	KeysForgotten  int // expired keys removed ExpiredKeyRetention after they expired
-	TxsRemoved     int // finished transactions whose record and shadows were removed
+	TxsRemoved     int // finished transactions whose records were removed
 	Items          int // linked DAALs visited
 	Exported       int // instances whose provenance records were exported before their logs were deleted
 	// Lag is how long past T the oldest finished instance the pass kept (held by its holder)

@@ -90,7 +90,7 @@ func (e *Env) SSF() string { return e.rt.cfg.Name }
 // its own state (where its host can keep it, e.g. Temporal's heartbeat details) can make a
 // later execution of the instance skip to it with ResumeAt instead of replaying every step
 // before it. The reads before it are logged first, so every execution agrees on them. Outside
-// transactions only: a transaction's locks and shadows belong to the execution's state.
+// transactions only: a transaction's locks and uncommitted writes belong to the execution's state.
 func (e *Env) Progress() (int, error) {
 	if err := e.alive(); err != nil {
 		return 0, err

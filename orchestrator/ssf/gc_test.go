@@ -136,23 +136,30 @@ func TestGCWaitsTBeforeDeletingUnlinkedRows(t *testing.T) {
 	}
 }
 
+// crashOnce crashes the first fault point match accepts (called under the lock, so match may
+// keep state); for an "after" point, the operation took effect and only its reply is lost.
 type crashOnce struct {
-	mu       sync.Mutex
-	instance string
-	row      string // the DAAL row whose update it crashes after; "" for any
-	done     bool
+	mu    sync.Mutex
+	match func(ssf.FaultPoint) bool
+	done  bool
 }
 
-// Inject crashes the chosen instance right after its first update of t/k's DAAL (of c.row,
-// if set) took effect.
 func (c *crashOnce) Inject(_ context.Context, p ssf.FaultPoint) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done || p.Instance != c.instance || p.Op != "update" || !p.After || p.Key.Partition != "d|t|k" || c.row != "" && p.Key.Sort != c.row {
+	if c.done || !c.match(p) {
 		return nil
 	}
 	c.done = true
 	return ssf.ErrCrashed
+}
+
+// afterUpdateOfK crashes instance right after its first update of t/k's DAAL (of row, if not
+// "") took effect.
+func afterUpdateOfK(instance, row string) *crashOnce {
+	return &crashOnce{match: func(p ssf.FaultPoint) bool {
+		return p.Instance == instance && p.Op == "update" && p.After && p.Key.Partition == "d|t|k" && (row == "" || p.Key.Sort == row)
+	}}
 }
 
 // An unfinished instance keeps the rows holding its write log alive through any number of GC
@@ -160,7 +167,7 @@ func (c *crashOnce) Inject(_ context.Context, p ssf.FaultPoint) error {
 // (case A) instead of writing again.
 func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
 	c := testclock.New(time.Unix(1e9, 0))
-	faults := &crashOnce{instance: "slow"}
+	faults := afterUpdateOfK("slow", "")
 	h, rt := newWriter(t, c, faults)
 	// Three writes first, so that the unfinished write lands in the second row, not the head
 	// (which is never unlinked anyway).
@@ -280,23 +287,6 @@ func TestRelaunchWhileOriginalRuns(t *testing.T) {
 	}
 }
 
-type crashAt struct {
-	mu    sync.Mutex
-	key   string
-	after bool
-	fired bool
-}
-
-func (c *crashAt) Inject(_ context.Context, p ssf.FaultPoint) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.fired || p.Op != "update" || p.Key.Partition+"/"+p.Key.Sort != c.key || p.After != c.after {
-		return nil
-	}
-	c.fired = true
-	return ssf.ErrCrashed
-}
-
 // External calls are at-least-once: a crash after the call but before its result is logged
 // calls it again; once logged, re-executions replay the result instead of calling.
 func TestExternalIsAtLeastOnce(t *testing.T) {
@@ -304,7 +294,9 @@ func TestExternalIsAtLeastOnce(t *testing.T) {
 	defer h.Close()
 	calls := 0
 	rt, err := h.Add(ssf.Config{Name: "legacy", Store: newTable(), RelaunchDelay: time.Nanosecond,
-		Faults: &crashAt{key: "i|r1/r|00000000"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Faults: &crashOnce{match: func(p ssf.FaultPoint) bool {
+			return p.Op == "update" && !p.After && p.Key == store.Key{Partition: "i|r1", Sort: "r|00000000"}
+		}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
 			out, err := env.External(func(context.Context) (json.RawMessage, error) {
 				calls++
@@ -809,7 +801,7 @@ func TestLockHoldersAreFinishedNotAbandoned(t *testing.T) {
 // the full row as the tail and links the successor, as Beldi's appender adopts it.
 func TestWritesAfterAnUnlinkedSuccessorLinkIt(t *testing.T) {
 	c := testclock.New(time.Unix(1e9, 0))
-	h, rt := newWriter(t, c, &crashOnce{instance: "appender", row: "00000000000000000001"}) // after creating the successor, before linking it
+	h, rt := newWriter(t, c, afterUpdateOfK("appender", "00000000000000000001")) // after creating the successor, before linking it
 	write(t, h, "w1", 1)
 	write(t, h, "w2", 2) // the head is full
 	if _, err := h.Invoke(context.Background(), "writer", "appender", 3); !errors.Is(err, ssf.ErrCrashed) {

@@ -21,7 +21,7 @@ import (
 //	f|SHARD        finished-intent index the GC stamps with finish times
 //	c|SHARD        tombstones of collected instances: sort key = collection time|id, oldest first
 //	e|SHARD        expired keys (tombstones without a result): sort key = expiry time|id
-//	k|SHARD        directory of linked DAALs (items and shadows), so the GC can visit them all
+//	k|SHARD        directory of linked DAALs (items), so the GC can visit them all
 //	s|TX|TABLE|KEY a transaction's shadow DAAL of an item
 //	x|TX           what a transaction locked and called from this SSF
 //	o|owner        the SSF that owns the table (ClaimTable)

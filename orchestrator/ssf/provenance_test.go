@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func (w *provenanceWorld) invoke(t *testing.T, name, id string, in any) ssf.Resu
 }
 
 // export runs the garbage collectors past T until every instance is exported and collected, and
-// opens the provenance database for queries.
+// opens the provenance database for queries, checked for consistency (provquery.Check).
 func (w *provenanceWorld) export(t *testing.T) *sql.DB {
 	for pass := 0; pass < 2; pass++ {
 		w.clock.Advance(bound + time.Second)
@@ -106,6 +107,9 @@ func (w *provenanceWorld) export(t *testing.T) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	if err := provquery.Check(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
 	return db
 }
 
@@ -121,9 +125,6 @@ func TestProvenanceRecordsWhatEveryInstanceDid(t *testing.T) {
 	w.invoke(t, "reporter", "r2", nil)                                     // its conditional write fails
 	w.invoke(t, "quiet", "q1", 1)
 	db := w.export(t)
-	if err := provquery.Check(ctx, db); err != nil {
-		t.Fatal(err)
-	}
 
 	// The transfer's tree: the teller's calls into its transaction's participants, which
 	// read the committed balances and wrote shadows, and the commit that made them versions.
@@ -264,28 +265,17 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // crashAtSecondWriter crashes the execution right after the first update of a row of partition
 // by an instance other than the first to update it once armed (the update took effect, its
 // reply is lost): in a transaction, the participant locks and writes, then the end commits.
-type crashAtSecondWriter struct {
-	mu        sync.Mutex
-	partition string
-	armed     bool
-	first     string
-	fired     bool
-}
-
-func (c *crashAtSecondWriter) Inject(_ context.Context, fp ssf.FaultPoint) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.armed || c.fired || fp.Op != "update" || !fp.After || fp.Key.Partition != c.partition {
-		return nil
-	}
-	if c.first == "" {
-		c.first = fp.Instance
-	}
-	if fp.Instance == c.first {
-		return nil
-	}
-	c.fired = true
-	return ssf.ErrCrashed
+func crashAtSecondWriter(partition string, armed *atomic.Bool) *crashOnce {
+	first := ""
+	return &crashOnce{match: func(p ssf.FaultPoint) bool {
+		if !armed.Load() || p.Op != "update" || !p.After || p.Key.Partition != partition {
+			return false
+		}
+		if first == "" {
+			first = p.Instance
+		}
+		return p.Instance != first
+	}}
 }
 
 // A transaction's commit of an item whose execution dies right after the write, before the
@@ -293,18 +283,17 @@ func (c *crashAtSecondWriter) Inject(_ context.Context, fp ssf.FaultPoint) error
 // the value the commit made (found in the item's row, as no write has come since).
 func TestCommitRecordSurvivesACrashAfterTheWrite(t *testing.T) {
 	ctx := context.Background()
-	crash := &crashAtSecondWriter{partition: "d|bal|a"}
+	var armed atomic.Bool
+	crash := crashAtSecondWriter("d|bal|a", &armed)
 	w := newProvenanceWorld(t, crash)
 	for _, a := range []string{"a", "b"} {
 		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 100})
 	}
-	crash.mu.Lock()
-	crash.armed = true
-	crash.mu.Unlock()
+	armed.Store(true)
 	if r, err := w.host.Invoke(ctx, "teller", "t1", transfer{From: "a", To: "b", Amount: 30}); err == nil && r.Error == "" {
 		t.Fatalf("t1 finished (%+v) through a crash of its commit", r)
 	}
-	if !crash.fired {
+	if !crash.done {
 		t.Fatal("the commit never crashed: the test tests nothing")
 	}
 	w.invoke(t, "teller", "t1", transfer{From: "a", To: "b", Amount: 30}) // the re-run replays the commit of a
@@ -312,9 +301,6 @@ func TestCommitRecordSurvivesACrashAfterTheWrite(t *testing.T) {
 		t.Fatalf("balances %v after the re-run", got)
 	}
 	db := w.export(t)
-	if err := provquery.Check(ctx, db); err != nil {
-		t.Fatal(err)
-	}
 	tree, err := provquery.Tree(ctx, db, "t1")
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // Transactions (Beldi §6): two-phase locking with wait-die over the items' linked DAALs, writes
 // kept until commit as the lock holder's uncommitted value in the item's own row (where Beldi
 // keeps a shadow DAAL per item), and commit or abort propagated to every SSF the transaction
-// called. Every lock, shadow write, flush and release is an exactly-once step, so a crash at any
+// called. Every lock, write, commit and release is an exactly-once step, so a crash at any
 // point leaves the intent collector to finish what was started: a transaction's effects are all
 // or nothing, and no lock stays held.
 //
@@ -121,9 +121,10 @@ func (e *Env) AbortTx() error {
 	return nil
 }
 
-// EndTx ends the transaction this instance began: it commits (shadow values become the items'
-// values, locks are released) unless the transaction must abort (locks are released, shadows
-// dropped), here and in every SSF the transaction called, and reports whether it committed.
+// EndTx ends the transaction this instance began: it commits (uncommitted values become the
+// items' values, locks are released) unless the transaction must abort (locks are released,
+// uncommitted values dropped), here and in every SSF the transaction called, and reports
+// whether it committed.
 // Inside a transaction inherited from a caller it does nothing; the caller decides.
 func (e *Env) EndTx() (committed bool, err error) {
 	defer e.traceStep("endtx")(&err)
