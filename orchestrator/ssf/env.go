@@ -306,6 +306,10 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 			return Result{}, e.tx.aborted
 		}
 		tx = &e.tx.ctx
+		// The callee may lock items that only this instance's end releases.
+		if err := e.markLocks(); err != nil {
+			return Result{}, err
+		}
 		// Recorded before the call (flushed below), so that commit or abort reaches the callee
 		// even if this execution dies right after it.
 		e.record(tx.ID, "c|"+callee)

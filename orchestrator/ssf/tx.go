@@ -235,9 +235,10 @@ func (e *Env) lockStep(table, key, owner string, start int64, val []byte) (ok, r
 }
 
 // markLocks records on the intent that the instance takes locks of its own (Env.Lock, or a
-// transaction it began), before it takes the first: only finishing it releases them, so the
-// collectors must never record it as failed instead (given up, or abandoned by its holder).
-// A transaction participant's locks are released by the transaction's end, not its own.
+// transaction it began, here or through a participant it calls), before the first: only
+// finishing it releases them, so the collectors must never record it as failed instead (given
+// up, or abandoned by its holder). A transaction participant's locks are released by the
+// transaction's end, not its own.
 func (e *Env) markLocks() error {
 	if e.locksMarked || e.tx != nil && !e.tx.owner {
 		return nil

@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/memstore"
+	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -486,6 +488,69 @@ func TestEndingATransactionTwiceChangesNothing(t *testing.T) {
 	end("end-w2", w2, ssf.TxAbort)
 	if got := balances(t, rts["accounts"])["bal/a"]; got != "70" {
 		t.Fatalf("a = %s after w2 aborted, want 70", got)
+	}
+	noLocks(t, rts)
+}
+
+// A transaction's owner that locks nothing itself, only calls a participant that does, is never
+// given up while unfinished either: only its end releases the participant's locks. The intent
+// collector keeps relaunching it past MaxAttempts until it finishes and ends the transaction.
+func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	var broken atomic.Bool
+	broken.Store(true)
+	base := ssf.Config{Lifetime: time.Minute, GCBound: 2 * time.Minute, RelaunchDelay: time.Second, Clock: c, Logger: quietLogger()}
+	participant, owner := base, base
+	participant.Name, participant.Store, participant.Handler = "acct", newTable(), accounts
+	owner.Name, owner.Store, owner.MaxAttempts = "owner", newTable(), 1
+	owner.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.BeginTx(); err != nil {
+			return nil, err
+		}
+		if _, err := env.SyncInvoke("acct", map[string]any{"account": "a", "delta": 5}); err != nil {
+			return nil, err
+		}
+		if broken.Load() { // every execution stops after the participant locked a
+			return nil, env.Stop(errors.New("the worker is shutting down"))
+		}
+		return env.EndTx()
+	}
+	rts := map[string]*ssf.Runtime{}
+	for _, cfg := range []ssf.Config{participant, owner} {
+		rt, err := h.Add(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts[cfg.Name] = rt
+	}
+	ctx := context.Background()
+	if _, err := h.Invoke(ctx, "owner", "o-1", nil); err == nil {
+		t.Fatal("the owner's first execution should have failed")
+	}
+	for range 4 {
+		c.Advance(time.Hour)
+		if _, err := rts["owner"].CollectIntents(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+	}
+	if st, err := rts["owner"].Intent(ctx, "o-1"); err != nil || st.Done || rts["owner"].Stats().GaveUp != 0 {
+		t.Fatalf("the owner of an open transaction was given up: %+v %v; its participant's lock would stay held", st, err)
+	}
+	broken.Store(false)
+	c.Advance(time.Hour)
+	if _, err := rts["owner"].CollectIntents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	if st, err := rts["owner"].Intent(ctx, "o-1"); err != nil || !st.Done || string(st.Result.Output) != "true" {
+		t.Fatalf("the owner: %+v %v, want it finished with its transaction committed", st, err)
+	}
+	if got := balances(t, rts["acct"])["bal/a"]; got != "5" {
+		t.Fatalf("a = %s, want the committed 5", got)
 	}
 	noLocks(t, rts)
 }
