@@ -261,7 +261,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 				return daalOutcome{}, err
 			}
 			if !found {
-				return daalOutcome{}, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+				return daalOutcome{}, vanished(ctx, part, row)
 			}
 			cur, projected = a, false
 		}
@@ -292,7 +292,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 				return out, nil // case B (B1 or B2)
 			}
 			if r.Attrs == nil {
-				return daalOutcome{}, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+				return daalOutcome{}, vanished(ctx, part, row)
 			}
 			cur, projected = r.Attrs, false
 		}
@@ -310,7 +310,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 					return daalOutcome{}, err
 				}
 				if !found {
-					return daalOutcome{}, fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
+					return daalOutcome{}, vanished(ctx, part, row)
 				}
 				cur = a
 			}
@@ -452,7 +452,18 @@ func (rt *Runtime) appendRow(ctx context.Context, st *store.Table, part, full st
 	if linked, ok := r.Attrs[attrNextRow].(string); ok {
 		return linked, nil // a concurrent appender linked it (or the GC bypassed it): follow
 	}
-	return "", fmt.Errorf("%w: %s: row %s vanished while appending", ErrCorrupt, part, full)
+	return "", vanished(ctx, part, full)
+}
+
+// vanished is the error of a row gone from under a write. Rows a write can reach are deleted
+// only T after they were unlinked, so the write's execution outlived its lifetime: its last
+// request, let go by the fence before, met the collector's work, harmlessly (docs/protocol.md,
+// "Fencing"). Only a live execution finding a row gone means corrupt state.
+func vanished(ctx context.Context, part, row string) error {
+	if err := checkFence(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s: row %s vanished", ErrCorrupt, part, row)
 }
 
 // priorWritesThrough returns the PriorWrites summary of a successor of the full row `full`: the

@@ -845,3 +845,56 @@ func TestWritesAfterAnUnlinkedSuccessorLinkIt(t *testing.T) {
 		t.Fatalf("after GC: %+v, want every stored row linked", s)
 	}
 }
+
+// A straggler's last request may meet the collector's work: a write paused after the fence
+// let its conditional update go, past T, during which later writes moved the tail on and the
+// collector unlinked and deleted the row it targets, finds that row gone. That is the fence at
+// work (the execution outlived its lifetime), not corruption: the runtime must say so.
+func TestStragglerWriteToACollectedRowIsFenced(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	faults := &pauseBefore{instance: "slow", partition: "d|t|k", paused: make(chan struct{}), release: make(chan struct{})}
+	h, rt := newWriter(t, c, faults)
+	for i := 1; i <= 3; i++ { // the head fills: the straggler's target is the row after it
+		write(t, h, fmt.Sprintf("w-first-%d", i), i)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := h.Invoke(context.Background(), "writer", "slow", 1000); done <- err }()
+	<-faults.paused
+	for i := 0; i < 12; i++ {
+		write(t, h, fmt.Sprintf("w%d", i), i)
+		c.Advance(bound / 2)
+		gc(t, rt)
+	}
+	for i := 0; i < 3; i++ {
+		c.Advance(bound + time.Second)
+		gc(t, rt)
+	}
+	if s := shape(t, rt); s.Stored > 3 {
+		t.Fatalf("%+v: the rows the straggler read were not collected; the test tests nothing", s)
+	}
+	close(faults.release)
+	if err := <-done; !errors.Is(err, ssf.ErrLifetimeExceeded) {
+		t.Fatalf("the straggler's write ended with %v, want ErrLifetimeExceeded", err)
+	}
+	if n := rt.Stats().Corruptions; n != 0 {
+		t.Fatalf("%d corruptions reported for a fenced straggler", n)
+	}
+}
+
+// pauseBefore holds instance's first update of partition, after the fence let it go, until
+// release is closed: one request in flight for as long as the test likes.
+type pauseBefore struct {
+	instance, partition string
+	paused, release     chan struct{}
+	once                sync.Once
+}
+
+func (p *pauseBefore) Inject(_ context.Context, fp ssf.FaultPoint) error {
+	if fp.Instance == p.instance && fp.Op == "update" && !fp.After && fp.Key.Partition == p.partition {
+		p.once.Do(func() {
+			close(p.paused)
+			<-p.release
+		})
+	}
+	return nil
+}
