@@ -54,6 +54,21 @@ func write(t *testing.T, h *local.Host, id string, v int) {
 	}
 }
 
+// writeAndCollect writes n values to t/k ("w0"...), each followed by step on the clock and a GC
+// pass, then runs passes more than T apart `settle` times: what they unlinked is gone by then.
+func writeAndCollect(t *testing.T, h *local.Host, rt *ssf.Runtime, c *testclock.Manual, n int, step time.Duration, settle int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		write(t, h, fmt.Sprintf("w%d", i), i)
+		c.Advance(step)
+		gc(t, rt)
+	}
+	for i := 0; i < settle; i++ {
+		c.Advance(bound + time.Second)
+		gc(t, rt)
+	}
+}
+
 func gc(t *testing.T, rt *ssf.Runtime) ssf.GCReport {
 	t.Helper()
 	r, err := rt.CollectGarbage(context.Background())
@@ -177,15 +192,7 @@ func TestGCKeepsRowsOfUnfinishedInstances(t *testing.T) {
 	if _, err := h.Invoke(context.Background(), "writer", "slow", 1000); !errors.Is(err, ssf.ErrCrashed) {
 		t.Fatalf("want the injected crash, got %v", err)
 	}
-	for i := 0; i < 20; i++ {
-		write(t, h, fmt.Sprintf("w%d", i), i)
-		c.Advance(bound / 4)
-		gc(t, rt)
-	}
-	for i := 0; i < 4; i++ {
-		c.Advance(bound + time.Second)
-		gc(t, rt)
-	}
+	writeAndCollect(t, h, rt, c, 20, bound/4, 4)
 	if s := shape(t, rt); s.Reachable < 3 {
 		t.Fatalf("the row holding the unfinished instance's write was unlinked: %+v", s)
 	}
@@ -860,15 +867,7 @@ func TestStragglerWriteToACollectedRowIsFenced(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := h.Invoke(context.Background(), "writer", "slow", 1000); done <- err }()
 	<-faults.paused
-	for i := 0; i < 12; i++ {
-		write(t, h, fmt.Sprintf("w%d", i), i)
-		c.Advance(bound / 2)
-		gc(t, rt)
-	}
-	for i := 0; i < 3; i++ {
-		c.Advance(bound + time.Second)
-		gc(t, rt)
-	}
+	writeAndCollect(t, h, rt, c, 12, bound/2, 3)
 	if s := shape(t, rt); s.Stored > 3 {
 		t.Fatalf("%+v: the rows the straggler read were not collected; the test tests nothing", s)
 	}
