@@ -704,7 +704,7 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 	}
 	e.unlogged = kept
 	if rec := w.record; rec != nil && (out.applied || !w.txValue) { // a transaction's write records what it keeps
-		if w.commitTxValue && !e.committedValue(part, rec, out) {
+		if w.commitTxValue && !e.committedValue(rec, out) {
 			return out, nil // the commit wrote no value: a release, not a write
 		}
 		rec.applied, rec.version, rec.at = out.applied, out.version, e.rt.now()
@@ -717,13 +717,11 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 // value the commit made the item's, and reports whether it made one. A commit that applied
 // here knows it; a replayed one finds it in the item's last row if no write has come since
 // (its record then stands unless the execution that applied it died before writing it).
-func (e *Env) committedValue(part string, rec *dataEvent, out daalOutcome) bool {
+func (e *Env) committedValue(rec *dataEvent, out daalOutcome) bool {
 	v := out.committed
 	if out.replayed && out.applied && out.version > 0 {
-		rows, err := e.rt.st.Scan(e.ctx, part, store.ScanOptions{Reverse: true, Limit: 1,
-			Projection: []store.Path{store.Attr(attrValue), store.Attr(attrSeq)}})
-		if err == nil && len(rows) == 1 && itemVersion(rows[0].Attrs) == out.version {
-			if v, _ = rows[0].Attrs[attrValue].([]byte); v == nil {
+		if cur, version, err := e.rt.readValue(e.ctx, rec.table, rec.key); err == nil && version == out.version {
+			if v = cur; v == nil {
 				v = []byte("null")
 			}
 		}

@@ -222,14 +222,12 @@ func (e *Env) lockStep(table, key, owner string, start int64, val []byte) (ok, r
 		return false, false, err
 	}
 	// Taking a lock is an effect others see: the reads before it are logged first.
-	w := daalWrite{
-		lock: &lockChange{owner: owner, start: start},
-		when: func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner },
-	}
+	free := func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner }
+	w := daalWrite{when: free}
 	if val != nil {
-		w = e.txValueWrite(table, key, val, w.when)
-		w.lock = &lockChange{owner: owner, start: start}
+		w = e.txValueWrite(table, key, val, free)
 	}
+	w.lock = &lockChange{owner: owner, start: start}
 	out, err := e.logAndWrite(dataPartition(table, key), step, w)
 	return out.applied, out.replayed, err
 }
