@@ -33,11 +33,9 @@ func TestConsoleInAHeadlessBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := make([]int, 3)
-	for i := range ports {
-		if ports[i], err = testservers.FreePort(); err != nil {
-			t.Fatal(err)
-		}
+	ports, err := testservers.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	temporalAddr, uiAddr, zkAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])

@@ -429,12 +429,48 @@ func (it Items) Comparable() map[string]string {
 	return out
 }
 
+// impossibleRefusals lists the refusals no order of the transfers explains: a payer refused
+// for insufficient funds whose balance stays above the amount even with every other withdrawal
+// from it (applied, refunded or held) taken out and nothing paid in; a payee refused for
+// overflow with room for the amount even with every deposit into it applied. (A stale read of a
+// balance shows up as one of these, which the sums above cannot see.)
+func impossibleRefusals(opening map[string]int64, receipts map[string]Receipt, transfers map[string]Transfer) []error {
+	lowest, highest := map[string]*big.Int{}, map[string]*big.Int{}
+	for a, b := range opening {
+		lowest[a], highest[a] = big.NewInt(b), big.NewInt(b)
+	}
+	for id, r := range receipts {
+		t := transfers[id]
+		if l, ok := lowest[t.From]; ok && (r.Applied || r.Refund != "") {
+			l.Sub(l, big.NewInt(t.Amount))
+		}
+		if h, ok := highest[t.To]; ok && r.Applied {
+			h.Add(h, big.NewInt(t.Amount))
+		}
+	}
+	limit := big.NewInt(math.MaxInt64)
+	var errs []error
+	for id, r := range receipts {
+		t := transfers[id]
+		switch l, h := lowest[t.From], highest[t.To]; {
+		case r.Applied:
+		case r.Reason == ReasonInsufficientFunds && l != nil && l.Cmp(big.NewInt(t.Amount)) >= 0:
+			errs = append(errs, fmt.Errorf("transfer %s: refused for insufficient funds, but %q never held less than %v", id, t.From, l))
+		case strings.HasPrefix(r.Reason, ReasonOverflow) && h != nil && new(big.Int).Add(h, big.NewInt(t.Amount)).Cmp(limit) <= 0:
+			errs = append(errs, fmt.Errorf("transfer %s: refused for overflow, but %q never held more than %v", id, t.To, h))
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
 // Check verifies the application's invariants after every request has finished: no money
 // created or lost (the balances and the suspense table add up to the opening balances, summed
 // without overflow); every transfer applied exactly once (each balance equals its opening
 // balance plus the applied receipts, less what a refused deposit left in suspense), and a
 // refused one left no trace in the balances; no balance for an account that was not opened;
-// audit saw each transfer once, with the teller's outcome and time stamp.
+// audit saw each transfer once, with the teller's outcome and time stamp; and each refusal for
+// insufficient funds or overflow is possible in some order of the transfers.
 func Check(opening map[string]int64, receipts map[string]Receipt, transfers map[string]Transfer, it Items) error {
 	var errs []error
 	want := map[string]*big.Int{}
@@ -494,6 +530,7 @@ func Check(opening map[string]int64, receipts map[string]Receipt, transfers map[
 			errs = append(errs, fmt.Errorf("transfer %s: teller stamped %s but audit saw %s", id, a, b))
 		}
 	}
+	errs = append(errs, impossibleRefusals(opening, receipts, transfers)...)
 	sum := new(big.Int)
 	for k, v := range it[Accounts] {
 		switch table, key, _ := strings.Cut(k, "/"); table {

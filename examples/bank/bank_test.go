@@ -323,6 +323,35 @@ func TestRefusedBeforeAnyEffect(t *testing.T) {
 	w.check(t)
 }
 
+// Check rejects a refusal that no order of the transfers explains (what a stale read of a
+// balance would cause; the sums cannot see it), and accepts the same refusals where they were
+// possible.
+func TestCheckRejectsImpossibleRefusals(t *testing.T) {
+	w := newWorld(t, map[string]int64{"alice": 1000, "bob": 100, "vault": maxInt64 - 100}, worldOptions{})
+	for id, tr := range map[string]bank.Transfer{
+		"poor": {From: "bob", To: "alice", Amount: 150},
+		"full": {From: "alice", To: "vault", Amount: 101},
+		"paid": {From: "bob", To: "alice", Amount: 60},
+	} {
+		if r := w.transfer(t, id, tr); r.Applied != (id == "paid") {
+			t.Fatalf("transfer %s: receipt %+v", id, r)
+		}
+	}
+	w.check(t)
+	// Told that bob opened with 210 and the vault with 101 short of the limit, bob held at
+	// least 150 after paying 60, and the vault had room for 101.
+	richer := map[string]int64{"alice": 1000, "bob": 210, "vault": maxInt64 - 101}
+	err := bank.Check(richer, w.receipts, w.transfers, w.items(t))
+	for _, want := range []string{
+		`transfer poor: refused for insufficient funds, but "bob" never held less than 150`,
+		`transfer full: refused for overflow, but "vault" never held more than 9223372036854775706`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check with richer openings: %v\nwant it to say %q", err, want)
+		}
+	}
+}
+
 // A deposit that fits exactly is applied; one unit more is refused (it used to wrap around to
 // a negative balance).
 func TestDepositUpToTheLimit(t *testing.T) {

@@ -70,6 +70,7 @@ var invalidKinds = []string{kindToMissing, kindFromMissing, kindBadAmount}
 // audit, some of which the bank must refuse or compensate.
 type bankDemo struct {
 	transfers, numAccounts int
+	balance                int64    // every regular account's opening balance
 	accounts               []string // the regular accounts; the vault is not among them
 	plans                  map[string]bank.Transfer
 	kinds                  map[string]string // request id -> kind
@@ -88,6 +89,7 @@ type badOpening struct {
 func (b *bankDemo) flags(fs *flag.FlagSet) {
 	fs.IntVar(&b.transfers, "transfers", 200, "number of transfers to submit")
 	fs.IntVar(&b.numAccounts, "accounts", 5, "number of accounts, 2 to 1000")
+	fs.Int64Var(&b.balance, "opening", openingBalance, "opening balance of each account, 1 to 10^15")
 }
 
 func (b *bankDemo) validate() error {
@@ -96,6 +98,9 @@ func (b *bankDemo) validate() error {
 		return fmt.Errorf("demo: --transfers %d: want 1 to 100000", b.transfers)
 	case b.numAccounts < 2 || b.numAccounts > 1000:
 		return fmt.Errorf("demo: --accounts %d: want 2 to 1000 (a transfer needs two accounts)", b.numAccounts)
+	case b.balance < 1 || b.balance > 1e15:
+		// 1000 accounts of 10^15 and the vault's MaxInt64-vaultRoom still fit the checks' sums.
+		return fmt.Errorf("demo: --opening %d: want 1 to 10^15", b.balance)
 	}
 	return nil
 }
@@ -124,7 +129,7 @@ deposit is refused after the withdraw, refunded by the teller.`,
 		workload: fmt.Sprintf("%d transfers among %d accounts of %d each and a vault\n"+
 			"              %d short of the int64 limit; 1 in %d transfers names\n"+
 			"              a missing account or a zero or negative amount",
-			b.transfers, b.numAccounts, openingBalance, vaultRoom, invalidEvery),
+			b.transfers, b.numAccounts, b.balance, vaultRoom, invalidEvery),
 		section:  "Transfers",
 		requests: "transfers",
 		finished: "every transfer and its audit record finished",
@@ -184,7 +189,7 @@ func (b *bankDemo) plan(seed uint64) ([]string, map[string]any) {
 func (b *bankDemo) opening() map[string]int64 {
 	out := map[string]int64{vault: math.MaxInt64 - vaultRoom}
 	for _, a := range b.accounts {
-		out[a] = openingBalance
+		out[a] = b.balance
 	}
 	return out
 }
@@ -202,7 +207,7 @@ func (b *bankDemo) setup(ctx context.Context, h *local.Host) error {
 	}
 	b.openings = []badOpening{
 		{what: "a negative balance", reason: bank.ReasonNegativeOpening, account: missingAccount, amount: -500},
-		{what: "a second opening", reason: bank.ReasonAlreadyOpen, account: b.accounts[0], amount: 5 * openingBalance},
+		{what: "a second opening", reason: bank.ReasonAlreadyOpen, account: b.accounts[0], amount: 5 * b.balance},
 	}
 	for i, o := range b.openings {
 		b.openings[i].res, b.openings[i].err = h.Invoke(ctx, bank.Accounts, fmt.Sprintf("open-%s-%d", o.account, i+2), bank.AccountOp{Op: "open", Account: o.account, Amount: o.amount})

@@ -54,7 +54,11 @@ func runDemoTest(t *testing.T, app App, work workload, invariants ...string) *De
 }
 
 func TestDemoEndToEnd(t *testing.T) {
-	app := &bankDemo{transfers: 30, numAccounts: 3}
+	// Accounts hold more than all 30 transfers could take out of one, so no transfer into the
+	// vault is refused for insufficient funds in any order, and the seed's deposits into it
+	// exceed its room plus the withdrawals from it (checked below): some must be refused for
+	// overflow. (With 1000 each, a crash once delayed a deposit until its payer had less.)
+	app := &bankDemo{transfers: 30, numAccounts: 3, balance: 30 * maxAmount}
 	d := runDemoTest(t, bankApp, app,
 		"PASS  money conserved",
 		"PASS  every transfer applied exactly once",
@@ -70,12 +74,22 @@ func TestDemoEndToEnd(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("transfers without a receipt: %v", failures)
 	}
-	kinds, overflows := map[string]int{}, 0
+	kinds, overflows, room := map[string]int{}, 0, int64(vaultRoom)
 	for id, r := range receipts {
 		kinds[app.kinds[id]]++
 		if !r.Applied && refusal(r.Reason) == "overflow" {
 			overflows++
 		}
+		switch p := app.plans[id]; {
+		case app.kinds[id] != kindValid:
+		case p.To == vault:
+			room -= p.Amount
+		case p.From == vault:
+			room += p.Amount
+		}
+	}
+	if room >= 0 {
+		t.Fatalf("the plan's deposits into the vault fit its room and withdrawals (%d to spare): no overflow is certain", room)
 	}
 	for _, k := range append(invalidKinds, kindValid) {
 		if kinds[k] == 0 {
@@ -107,7 +121,7 @@ func TestDemoRefusesUsedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err := (&Demo{app: bankApp, work: &bankDemo{transfers: 1, numAccounts: 2}, opt: demoOptions{concurrency: 1, storeDir: dir, timing: fastTiming}}).Run(context.Background(), "ssfkit demo", &out)
+	err := (&Demo{app: bankApp, work: &bankDemo{transfers: 1, numAccounts: 2, balance: openingBalance}, opt: demoOptions{concurrency: 1, storeDir: dir, timing: fastTiming}}).Run(context.Background(), "ssfkit demo", &out)
 	if err == nil || !strings.Contains(err.Error(), "exists from an earlier run") {
 		t.Fatalf("got %v, want a refusal to reuse %s", err, dir)
 	}

@@ -68,27 +68,26 @@ func startMoto() (string, func(), error) {
 		return "", nil, err
 	}
 	launcher.Close()
-	port, err := FreePort()
-	if err != nil {
-		return "", nil, err
-	}
-	p, err := StartProcess(pythonOf(bin), []string{launcher.Name(), "-H", "127.0.0.1", "-p", fmt.Sprint(port)})
-	if err != nil {
-		return "", nil, err
-	}
-	endpoint := "http://" + HostPort(port)
-	if err := p.WaitReady(30*time.Second, httpReady(endpoint+"/moto-api/")); err != nil {
-		return "", nil, err
-	}
-	// Lambda functions are stored, not run: moto runs them only in Docker, and the setting must
-	// come before any function is created.
-	resp, err := http.Post(endpoint+"/moto-api/config", "application/json", strings.NewReader(`{"lambda":{"use_docker":false}}`))
-	if err != nil {
-		p.Stop()
-		return "", nil, fmt.Errorf("configuring moto: %w", err)
-	}
-	resp.Body.Close()
-	return endpoint, p.Stop, nil
+	return startOnFreePorts(1, func(ports []int) (string, func(), error) {
+		p, err := StartProcess(pythonOf(bin), []string{launcher.Name(), "-H", "127.0.0.1", "-p", fmt.Sprint(ports[0])})
+		if err != nil {
+			return "", nil, err
+		}
+		endpoint := "http://" + HostPort(ports[0])
+		if err := p.WaitReady(30*time.Second, httpReady(endpoint+"/moto-api/")); err != nil {
+			p.Stop()
+			return "", nil, err
+		}
+		// Lambda functions are stored, not run: moto runs them only in Docker, and the setting
+		// must come before any function is created.
+		resp, err := http.Post(endpoint+"/moto-api/config", "application/json", strings.NewReader(`{"lambda":{"use_docker":false}}`))
+		if err != nil {
+			p.Stop()
+			return "", nil, fmt.Errorf("configuring moto: %w", err)
+		}
+		resp.Body.Close()
+		return endpoint, p.Stop, nil
+	})
 }
 
 // pythonOf returns the interpreter of a Python console script: the one its #! line names when
@@ -135,30 +134,25 @@ func startAzurite() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	var ports [3]int
-	for i := range ports {
-		if ports[i], err = FreePort(); err != nil {
+	return startOnFreePorts(3, func(ports []int) (string, func(), error) {
+		p, err := StartProcess(bin, []string{
+			"--silent", "--inMemoryPersistence", "--skipApiVersionCheck", "--disableProductStyleUrl",
+			"--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(ports[0]),
+			"--queueHost", "127.0.0.1", "--queuePort", fmt.Sprint(ports[1]),
+			"--tableHost", "127.0.0.1", "--tablePort", fmt.Sprint(ports[2]),
+		})
+		if err != nil {
 			return "", nil, err
 		}
-	}
-	p, err := StartProcess(bin, []string{
-		"--silent", "--inMemoryPersistence", "--skipApiVersionCheck", "--disableProductStyleUrl",
-		"--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(ports[0]),
-		"--queueHost", "127.0.0.1", "--queuePort", fmt.Sprint(ports[1]),
-		"--tableHost", "127.0.0.1", "--tablePort", fmt.Sprint(ports[2]),
+		for _, port := range ports {
+			if err := p.WaitReady(60*time.Second, DialReady(HostPort(port))); err != nil {
+				p.Stop()
+				return "", nil, err
+			}
+		}
+		account := func(port int) string { return "http://" + HostPort(port) + "/" + AzuriteAccount }
+		return account(ports[2]) + " " + account(ports[1]) + " " + account(ports[0]), p.Stop, nil
 	})
-	if err != nil {
-		return "", nil, err
-	}
-	table := "http://" + HostPort(ports[2]) + "/" + AzuriteAccount
-	queue := "http://" + HostPort(ports[1]) + "/" + AzuriteAccount
-	blob := "http://" + HostPort(ports[0]) + "/" + AzuriteAccount
-	for _, port := range []int{ports[0], ports[1], ports[2]} {
-		if err := p.WaitReady(60*time.Second, DialReady(HostPort(port))); err != nil {
-			return "", nil, err
-		}
-	}
-	return table + " " + queue + " " + blob, p.Stop, nil
 }
 
 // httpReady succeeds once url answers an HTTP GET with any status below 500.

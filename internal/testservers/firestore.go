@@ -55,23 +55,16 @@ func startFirestore() (string, func(), error) {
 	// CPU while the emulator warms up: with the quick compiler alone and the single-threaded
 	// collector the emulator served several times more requests in its first ten seconds.
 	jvm := strings.TrimSpace(os.Getenv("JAVA_TOOL_OPTIONS") + " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-	for attempt := 1; ; attempt++ {
-		port, err := FreePort()
+	return startOnFreePorts(1, func(ports []int) (string, func(), error) {
+		p, err := StartProcess(launcher, []string{"--host", "127.0.0.1", "--port", fmt.Sprint(ports[0])}, "JAVA_TOOL_OPTIONS="+jvm)
 		if err != nil {
 			return "", nil, err
 		}
-		p, err := StartProcess(launcher, []string{"--host", "127.0.0.1", "--port", fmt.Sprint(port)}, "JAVA_TOOL_OPTIONS="+jvm)
-		if err != nil {
+		addr := HostPort(ports[0])
+		if err := p.WaitReady(60*time.Second, httpReady("http://"+addr+"/")); err != nil {
+			p.Stop()
 			return "", nil, err
 		}
-		addr := HostPort(port)
-		err = p.WaitReady(60*time.Second, httpReady("http://"+addr+"/"))
-		if err == nil {
-			return addr, p.Stop, nil
-		}
-		// Another process can take the port between FreePort and the JVM's bind.
-		if attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
-			return "", nil, err
-		}
-	}
+		return addr, p.Stop, nil
+	})
 }

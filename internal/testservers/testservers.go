@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -116,12 +117,49 @@ func Tool(name, install string) (string, error) {
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. All n stay
+// bound until the last is chosen: ports picked one at a time, each released before the next
+// is asked for, can come back equal (Azurite once got one port for two services).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+// startOnFreePorts runs start on n free ports, and again on fresh ones (three attempts in all)
+// when a server failed because another process bound one of its ports between FreePorts and
+// the server's own bind.
+func startOnFreePorts(n int, start func(ports []int) (string, func(), error)) (string, func(), error) {
+	for attempt := 1; ; attempt++ {
+		ports, err := FreePorts(n)
+		if err != nil {
+			return "", nil, err
+		}
+		addr, stop, err := start(ports)
+		if err == nil || attempt == 3 || !portTaken(err) {
+			return addr, stop, err
+		}
+	}
+}
+
+// portTaken recognises the bind failures of the JVM, Node.js and Python servers.
+func portTaken(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Address already in use") || strings.Contains(msg, "EADDRINUSE")
 }
 
 // Process is an emulator process with its output kept for failure messages.

@@ -65,17 +65,11 @@ func startZooKeeper(jvmFlags ...string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			os.RemoveAll(dir)
-			return "", nil, err
-		}
+	addr, stop, err := startOnFreePorts(1, func(ports []int) (string, func(), error) {
 		cfg := filepath.Join(dir, "zoo.cfg")
 		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(
 			"tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\ndataDir=%s\nclientPortAddress=127.0.0.1\nclientPort=%d\nadmin.enableServer=false\n",
-			filepath.Join(dir, "data"), port)), 0o644); err != nil {
-			os.RemoveAll(dir)
+			filepath.Join(dir, "data"), ports[0])), 0o644); err != nil {
 			return "", nil, err
 		}
 		p, err := StartProcess(java, append(jvmFlags,
@@ -84,20 +78,20 @@ func startZooKeeper(jvmFlags ...string) (string, func(), error) {
 			"-Dzookeeper.extendedTypesEnabled=true", "-Dznode.container.checkIntervalMs=200",
 			"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg))
 		if err != nil {
-			os.RemoveAll(dir)
 			return "", nil, err
 		}
-		addr := HostPort(port)
-		err = p.WaitReady(60*time.Second, zooKeeperServing(addr))
-		if err == nil {
-			return addr, func() { p.Stop(); os.RemoveAll(dir) }, nil
-		}
-		// Another process can take the port between FreePort and the JVM's bind.
-		if attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
-			os.RemoveAll(dir)
+		addr := HostPort(ports[0])
+		if err := p.WaitReady(60*time.Second, zooKeeperServing(addr)); err != nil {
+			p.Stop()
 			return "", nil, err
 		}
+		return addr, p.Stop, nil
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
 	}
+	return addr, func() { stop(); os.RemoveAll(dir) }, nil
 }
 
 // zooKeeperServing succeeds once the server answers the "srvr" command as a serving standalone
