@@ -163,6 +163,9 @@ func RunTravel(ctx context.Context, cfg TravelConfig, progress io.Writer) (*Trav
 		return nil, fmt.Errorf("bench travel: %w", err)
 	}
 	rep.Store = u.Redacted()
+	// Tables named in the URL by the placeholder get this run's own names: a server's tables
+	// outlive the run, and a second run must not find the first's data.
+	url = strings.ReplaceAll(url, store.TablePlaceholder, store.TablePlaceholder+fmt.Sprintf("travel%d", time.Now().UnixNano()%1e9))
 
 	data := travel.Generate(cfg.Seed, cfg.Capacity)
 	total := cfg.Warmup + cfg.Requests
@@ -235,10 +238,13 @@ func newTravelRun(ctx context.Context, v TravelVariant, url string, data travel.
 			closeTables()
 			return nil, err
 		}
-		if tables[name], err = openCounted(ctx, u, &r.counter); err != nil {
+		u = strings.ReplaceAll(u, store.TablePlaceholder, "")
+		t, err := openCounted(ctx, u, &r.counter)
+		if err != nil {
 			closeTables()
 			return nil, fmt.Errorf("bench travel: %w", err)
 		}
+		tables[name] = t
 	}
 	var err error
 	if v.Raw {

@@ -290,25 +290,62 @@ func (e *Env) AsyncInvoke(callee string, input any) (err error) {
 
 // call invokes callee, or one of the runtime's built-in handlers on it, as one logged step.
 func (e *Env) call(callee string, input any, async bool, builtin string) (Result, error) {
+	c, err := e.logCall(callee, input, async, builtin)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := c.send(e)
+	if err != nil {
+		return Result{}, e.fail(err)
+	}
+	return res, nil
+}
+
+// loggedCall is a call whose step is logged: the invocation to send, or the result the log
+// already holds.
+type loggedCall struct {
+	callee string
+	logRow store.Key
+	req    Request
+	result *Result // from the log: nothing to send
+}
+
+// send invokes the callee, unless the log holds its result. It changes nothing in the
+// execution's state, so sends may run side by side; the caller fails the execution with its
+// error.
+func (c loggedCall) send(e *Env) (Result, error) {
+	if c.result != nil {
+		return *c.result, nil
+	}
+	res, err := e.rt.call(e.ctx, c.callee, c.req, "call", c.logRow)
+	if err != nil {
+		return Result{}, fmt.Errorf("invoke %s (instance %s): %w", c.callee, c.req.InstanceID, err)
+	}
+	return res, nil
+}
+
+// logCall takes the call's step and writes its invoke-log entry, which names the callee's
+// instance, or finds the entry an earlier execution wrote, with the result if one came back.
+func (e *Env) logCall(callee string, input any, async bool, builtin string) (loggedCall, error) {
 	if !store.ValidIdentifier(callee) {
-		return Result{}, fmt.Errorf("%w: callee name %q is not a valid SSF name", ErrBadInput, callee)
+		return loggedCall{}, fmt.Errorf("%w: callee name %q is not a valid SSF name", ErrBadInput, callee)
 	}
 	in, err := json.Marshal(input)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: input for %s is not JSON-encodable: %v", ErrBadInput, callee, err)
+		return loggedCall{}, fmt.Errorf("%w: input for %s is not JSON-encodable: %v", ErrBadInput, callee, err)
 	}
 	if err := checkInputSize(callee, in); err != nil {
-		return Result{}, err
+		return loggedCall{}, err
 	}
 	var tx *TxContext
 	if e.tx != nil {
 		if e.tx.aborted != nil {
-			return Result{}, e.tx.aborted
+			return loggedCall{}, e.tx.aborted
 		}
 		tx = &e.tx.ctx
 		// The callee may lock items that only this instance's end releases.
 		if err := e.markLocks(); err != nil {
-			return Result{}, err
+			return loggedCall{}, err
 		}
 		// Recorded before the call (flushed below), so that commit or abort reaches the callee
 		// even if this execution dies right after it.
@@ -316,10 +353,10 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 	}
 	step, err := e.begin()
 	if err != nil {
-		return Result{}, err
+		return loggedCall{}, err
 	}
 	if err := e.flush(); err != nil {
-		return Result{}, err
+		return loggedCall{}, err
 	}
 	logRow := invokeLogKey(e.id, step)
 	entry := store.Update{
@@ -332,26 +369,22 @@ func (e *Env) call(callee string, input any, async bool, builtin string) (Result
 	}
 	r, err := e.rt.st.Update(e.ctx, logRow, store.RowAbsent(), entry)
 	if err != nil {
-		return Result{}, e.fail(err)
+		return loggedCall{}, e.fail(err)
 	}
 	if r.Attrs[attrCallee] != callee {
-		return Result{}, e.fail(fmt.Errorf("%w: step %d of instance %s invoked %v before, %s now: the handler is not deterministic", ErrCorrupt, step, e.id, r.Attrs[attrCallee], callee))
+		return loggedCall{}, e.fail(fmt.Errorf("%w: step %d of instance %s invoked %v before, %s now: the handler is not deterministic", ErrCorrupt, step, e.id, r.Attrs[attrCallee], callee))
 	}
 	calleeID, _ := r.Attrs[attrCalleeID].(string)
 	if logged, ok := r.Attrs[attrResult].([]byte); ok {
 		var res Result
 		if err := json.Unmarshal(logged, &res); err != nil {
-			return Result{}, e.fail(fmt.Errorf("%w: invoke log %s: %v", ErrCorrupt, logRow, err))
+			return loggedCall{}, e.fail(fmt.Errorf("%w: invoke log %s: %v", ErrCorrupt, logRow, err))
 		}
-		return res, nil
+		return loggedCall{callee: callee, logRow: logRow, result: &res}, nil
 	}
 	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async, Tx: tx, Builtin: builtin,
 		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx), Fresh: r.Applied}
-	res, err := e.rt.call(e.ctx, callee, req, "call", logRow)
-	if err != nil {
-		return Result{}, e.fail(fmt.Errorf("invoke %s (instance %s): %w", callee, calleeID, err))
-	}
-	return res, nil
+	return loggedCall{callee: callee, logRow: logRow, req: req}, nil
 }
 
 // Now returns the time, logged so that a re-execution sees the same time.

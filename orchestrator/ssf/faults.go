@@ -33,6 +33,19 @@ const (
 	CollectorGC = "collector:gc"
 )
 
+// OneAtATime is implemented by a FaultInjector that must see an execution's requests one after
+// another (the schedule explorer, which runs one request at a time): the runtime then sends what
+// it would send side by side, a transaction's ends in the SSFs it called, in turn.
+type OneAtATime interface {
+	OneAtATime() bool
+}
+
+// oneAtATime reports whether the fault injector asks for one request at a time.
+func (rt *Runtime) oneAtATime() bool {
+	s, ok := rt.cfg.Faults.(OneAtATime)
+	return ok && s.OneAtATime()
+}
+
 type execInfoKey struct{}
 
 type execInfo struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -519,15 +520,47 @@ func (e *Env) endTxHere(tx TxContext, visited []string) error {
 		}
 	}
 	next := append(slices.Clone(visited), callees...)
+	var ends []loggedCall
 	for _, c := range callees {
 		if slices.Contains(visited, c) {
 			continue
 		}
-		res, err := e.call(c, txEndInput{Tx: tx, Visited: next}, false, builtinTxEnd)
+		end, err := e.logCall(c, txEndInput{Tx: tx, Visited: next}, false, builtinTxEnd)
 		if err != nil {
 			return err
 		}
-		if err := res.Err(); err != nil {
+		ends = append(ends, end)
+	}
+	return e.sendEnds(ends)
+}
+
+// sendEnds sends the ends to the SSFs the transaction called side by side, as a two-phase
+// commit's coordinator sends its decision: each ends its own part, and their steps are logged
+// already, so the order in which they land changes nothing. It waits for all of them.
+func (e *Env) sendEnds(ends []loggedCall) error {
+	results, errs := make([]Result, len(ends)), make([]error, len(ends))
+	if len(ends) < 2 || e.rt.oneAtATime() {
+		for i, end := range ends {
+			if results[i], errs[i] = end.send(e); errs[i] != nil {
+				break
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i, end := range ends {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = end.send(e)
+			}()
+		}
+		wg.Wait()
+	}
+	for i := range ends {
+		if errs[i] != nil {
+			return e.fail(errs[i])
+		}
+		if err := results[i].Err(); err != nil {
 			return err
 		}
 	}

@@ -554,3 +554,90 @@ func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
 	}
 	noLocks(t, rts)
 }
+
+// endRendezvous holds the first request of each participant's end until every participant's
+// end has begun, or gives up after a while and says so: the participants' ends of one
+// transaction go out side by side, not one after the other. Instances are told apart by order
+// of appearance on each participant: the execution in the transaction first, then the end.
+type endRendezvous struct {
+	mu      sync.Mutex
+	seen    map[string][]string // participant SSF -> instances, in order of appearance
+	all     chan struct{}       // closed once every participant's end has begun
+	waiting int
+	timeout bool
+}
+
+func (r *endRendezvous) Inject(_ context.Context, p ssf.FaultPoint) error {
+	if p.SSF != "left" && p.SSF != "right" {
+		return nil
+	}
+	r.mu.Lock()
+	ids := r.seen[p.SSF]
+	if len(ids) > 0 && ids[len(ids)-1] == p.Instance || len(ids) == 2 {
+		r.mu.Unlock()
+		return nil
+	}
+	r.seen[p.SSF] = append(ids, p.Instance)
+	end := len(ids) == 1
+	if end {
+		if r.waiting++; r.waiting == 2 {
+			close(r.all)
+		}
+	}
+	r.mu.Unlock()
+	if end {
+		select {
+		case <-r.all:
+		case <-time.After(10 * time.Second):
+			r.mu.Lock()
+			r.timeout = true
+			r.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func TestParticipantsEndSideBySide(t *testing.T) {
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	r := &endRendezvous{seen: map[string][]string{}, all: make(chan struct{})}
+	rts := map[string]*ssf.Runtime{}
+	for _, name := range []string{"left", "right"} {
+		rts[name] = addConfig(t, h, ssf.Config{Name: name, Store: newTable(), Handler: accounts, Logger: quietLogger(), Faults: r})
+	}
+	rts["mover"] = addConfig(t, h, ssf.Config{Name: "mover", Store: newTable(), Logger: quietLogger(), Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.BeginTx(); err != nil {
+			return nil, err
+		}
+		for _, p := range []string{"left", "right"} {
+			if _, err := env.SyncInvoke(p, map[string]any{"account": "a", "delta": 5}); err != nil {
+				return nil, err
+			}
+		}
+		return env.EndTx()
+	}})
+	res, err := h.Invoke(context.Background(), "mover", "m-1", nil)
+	if err != nil || string(res.Output) != "true" {
+		t.Fatalf("the transaction: %+v %v, want it committed", res, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timeout {
+		t.Errorf("a participant's end waited for the other's to begin and it never did: the ends went out one after the other (seen %v)", r.seen)
+	}
+	for _, name := range []string{"left", "right"} {
+		if got := balances(t, rts[name])["bal/a"]; got != "5" {
+			t.Errorf("%s: a = %s, want the committed 5", name, got)
+		}
+	}
+	noLocks(t, rts)
+}
+
+func addConfig(t *testing.T, h *local.Host, cfg ssf.Config) *ssf.Runtime {
+	t.Helper()
+	rt, err := h.Add(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}

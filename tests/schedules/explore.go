@@ -183,6 +183,10 @@ func (s *scheduler) Inject(ctx context.Context, p ssf.FaultPoint) error {
 	return <-s.resume[i]
 }
 
+// OneAtATime makes the runtime send a transaction's ends one after another: an execution here
+// is one thread, which Inject blocks at each boundary.
+func (s *scheduler) OneAtATime() bool { return true }
+
 // decision is one choice point of a schedule.
 type decision struct {
 	options    int
