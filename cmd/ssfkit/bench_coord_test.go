@@ -76,9 +76,11 @@ func TestBenchCoordReport(t *testing.T) {
 	}
 	for _, s := range rep.Stages {
 		for _, st := range s.Stages {
-			// A Decide that finds the next set's request already stored decides it too, so the
-			// last two sets' Decides may both end after the proxy saw the last decision.
-			if decide := st.Stage == "of which the writer's Decide"; (st.N != 6 && !decide) || (decide && (st.N < 4 || st.N > 6)) || st.P99US < st.P50US {
+			// The writer's Decides are timed per wake-up it served while the sets were measured:
+			// one that finds the next set's request already stored decides it too, a wake-up
+			// sent just before the measured sets may be served among them, and a delivery whose
+			// lease ran out under load comes again. Some number of them, at least one.
+			if decide := st.Stage == "of which the writer's Decide"; (st.N != 6 && !decide) || (decide && st.N < 1) || st.P99US < st.P50US {
 				t.Errorf("%s stage %s: %+v", s.Target, st.Stage, st)
 			}
 		}
