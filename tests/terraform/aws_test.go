@@ -72,6 +72,7 @@ func TestAWS(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("ssf module: terraform test", func(t *testing.T) {
+		t.Parallel() // plans only: nothing in moto that the other subtests could meet
 		dir := filepath.Join(modules, "aws", "ssf")
 		tf.Must(ctx, dir, "init", "-no-color")
 		tf.Must(ctx, dir, "validate", "-no-color")

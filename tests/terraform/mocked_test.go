@@ -46,6 +46,7 @@ func terraformTestMocked(t *testing.T, tf *tftest.Terraform, modules, cloud stri
 // (state on Firestore, and on Bigtable) by the real provider, offline (a fake token; the project number given so no API is read),
 // which the policies pass without a warning.
 func TestGCP(t *testing.T) {
+	t.Parallel() // its own copy of the modules, mocked or offline providers: nothing shared
 	tf, modules := tftest.New(t), tftest.CopyModules(t)
 	terraformTestMocked(t, tf, modules, "gcp")
 	ctx := context.Background()
@@ -88,6 +89,7 @@ func TestGCP(t *testing.T) {
 // the real provider, offline, and checks what the plan makes and that the policies pass it with
 // nothing to say (the module's terraform test, mocked, runs in TestGCP).
 func TestGCPCoordination(t *testing.T) {
+	t.Parallel() // its own copy of the modules, mocked or offline providers: nothing shared
 	tf, modules := tftest.New(t), tftest.CopyModules(t)
 	ctx := context.Background()
 	dir := filepath.Join(modules, "gcp", "examples", "coordination")
@@ -124,6 +126,7 @@ const sha256Zero = "000000000000000000000000000000000000000000000000000000000000
 // real AzureRM provider needs Entra ID tokens even to plan, so unlike Google's it cannot run
 // offline.)
 func TestAzure(t *testing.T) {
+	t.Parallel() // its own copy of the modules, mocked or offline providers: nothing shared
 	modules := tftest.CopyModules(t)
 	root, err := testservers.RepoRoot()
 	if err != nil {
