@@ -520,7 +520,11 @@ func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
 	}
 	rts := map[string]*ssf.Runtime{}
 	for _, cfg := range []ssf.Config{participant, owner} {
-		rts[cfg.Name] = addConfig(t, h, cfg)
+		rt, err := h.Add(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts[cfg.Name] = rt
 	}
 	ctx := context.Background()
 	if _, err := h.Invoke(ctx, "owner", "o-1", nil); err == nil {
@@ -627,4 +631,13 @@ func TestParticipantsEndSideBySide(t *testing.T) {
 		}
 	}
 	noLocks(t, rts)
+}
+
+func addConfig(t *testing.T, h *local.Host, cfg ssf.Config) *ssf.Runtime {
+	t.Helper()
+	rt, err := h.Add(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
