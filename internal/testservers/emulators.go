@@ -75,7 +75,6 @@ func startMoto() (string, func(), error) {
 		}
 		endpoint := "http://" + HostPort(ports[0])
 		if err := p.WaitReady(30*time.Second, httpReady(endpoint+"/moto-api/")); err != nil {
-			p.Stop()
 			return "", nil, err
 		}
 		// Lambda functions are stored, not run: moto runs them only in Docker, and the setting
@@ -146,7 +145,6 @@ func startAzurite() (string, func(), error) {
 		}
 		for _, port := range ports {
 			if err := p.WaitReady(60*time.Second, DialReady(HostPort(port))); err != nil {
-				p.Stop()
 				return "", nil, err
 			}
 		}

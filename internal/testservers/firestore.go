@@ -62,7 +62,6 @@ func startFirestore() (string, func(), error) {
 		}
 		addr := HostPort(ports[0])
 		if err := p.WaitReady(60*time.Second, httpReady("http://"+addr+"/")); err != nil {
-			p.Stop()
 			return "", nil, err
 		}
 		return addr, p.Stop, nil

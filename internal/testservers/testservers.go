@@ -206,6 +206,7 @@ func (p *Process) WaitReady(timeout time.Duration, ready func(context.Context) e
 		}
 		select {
 		case <-p.exited:
+			p.Stop() // the children a launcher forked may live on
 			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.cmd.Path, p.cmd.ProcessState, p.output.String())
 		default:
 		}

@@ -82,7 +82,6 @@ func startZooKeeper(jvmFlags ...string) (string, func(), error) {
 		}
 		addr := HostPort(ports[0])
 		if err := p.WaitReady(60*time.Second, zooKeeperServing(addr)); err != nil {
-			p.Stop()
 			return "", nil, err
 		}
 		return addr, p.Stop, nil

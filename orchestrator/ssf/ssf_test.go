@@ -23,7 +23,12 @@ func newTable() *store.Table {
 
 func add(t *testing.T, h *local.Host, name string, n int, fn ssf.Handler) *ssf.Runtime {
 	t.Helper()
-	rt, err := h.Add(ssf.Config{Name: name, Store: newTable(), Handler: fn, RowCapacity: n, RelaunchDelay: time.Nanosecond})
+	return addConfig(t, h, ssf.Config{Name: name, Store: newTable(), Handler: fn, RowCapacity: n, RelaunchDelay: time.Nanosecond})
+}
+
+func addConfig(t *testing.T, h *local.Host, cfg ssf.Config) *ssf.Runtime {
+	t.Helper()
+	rt, err := h.Add(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -520,11 +520,7 @@ func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
 	}
 	rts := map[string]*ssf.Runtime{}
 	for _, cfg := range []ssf.Config{participant, owner} {
-		rt, err := h.Add(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rts[cfg.Name] = rt
+		rts[cfg.Name] = addConfig(t, h, cfg)
 	}
 	ctx := context.Background()
 	if _, err := h.Invoke(ctx, "owner", "o-1", nil); err == nil {
@@ -631,13 +627,4 @@ func TestParticipantsEndSideBySide(t *testing.T) {
 		}
 	}
 	noLocks(t, rts)
-}
-
-func addConfig(t *testing.T, h *local.Host, cfg ssf.Config) *ssf.Runtime {
-	t.Helper()
-	rt, err := h.Add(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt
 }
