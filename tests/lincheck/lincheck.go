@@ -399,13 +399,19 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 				instMu.Unlock()
 				inputs.Store(id, in)
 				res, err := host.Invoke(ctx, "kv", id, in)
-				for err != nil {
+				for giveUp := time.Now().Add(resultWait); err != nil; {
 					// Accepted requests are finished by the intent collector; the client waits for
 					// the result. A request never accepted is resubmitted, even past the deadline:
 					// the history holds every id the clients issued.
 					var accepted bool
-					if res, accepted = awaitResult(ctx, rt, id); accepted {
+					if res, accepted = awaitResult(ctx, rt, id, giveUp); accepted {
 						break
+					}
+					if time.Now().After(giveUp) {
+						// A liveness failure: report it rather than wait forever.
+						st, stErr := rt.Intent(ctx, id)
+						t.Errorf("instance %s has no result %v after it was first submitted (last error %v; intent %+v, %v)", id, resultWait, err, st, stErr)
+						return
 					}
 					res, err = host.Invoke(ctx, "kv", id, in)
 				}
@@ -475,9 +481,14 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 	check(t, rec, ids, &inputs, &results)
 }
 
-// awaitResult waits for an accepted instance to finish; false means it was never accepted.
-func awaitResult(ctx context.Context, rt *ssf.Runtime, id string) (ssf.Result, bool) {
-	for {
+// resultWait bounds how long a client waits for one instance's result, resubmissions included:
+// far more than the intent collector needs to finish it, however often it crashes.
+const resultWait = 2 * time.Minute
+
+// awaitResult waits until giveUp for an accepted instance to finish; false means it was never
+// accepted or giveUp passed.
+func awaitResult(ctx context.Context, rt *ssf.Runtime, id string, giveUp time.Time) (ssf.Result, bool) {
+	for time.Now().Before(giveUp) {
 		st, err := rt.Intent(ctx, id)
 		if err == nil && !st.Exists {
 			return ssf.Result{}, false
@@ -487,6 +498,7 @@ func awaitResult(ctx context.Context, rt *ssf.Runtime, id string) (ssf.Result, b
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	return ssf.Result{}, false
 }
 
 // check builds the history from the outcomes of the executions whose results stand and asks
