@@ -234,6 +234,7 @@ type GCReport struct {
 	IntentsRemoved int // intents replaced by tombstones (last)
 	KeysExpired    int // tombstones whose result was dropped KeyRetention after collection, with any rows left in their partitions
 	KeysForgotten  int // expired keys removed ExpiredKeyRetention after they expired
+	Unreported     int // recyclable instances kept because their result could not be called back to their caller
 	TxsRemoved     int // finished transactions whose records were removed
 	Items          int // linked DAALs visited
 	Exported       int // instances whose provenance records were exported before their logs were deleted
@@ -334,6 +335,11 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	}
 
 	for _, id := range collected {
+		if err := rt.reportToCaller(ctx, id); err != nil {
+			rt.log.Warn("garbage collector: cannot call the result back to the caller; keeping the instance", "instance", id, "err", err)
+			rep.Unreported++
+			continue
+		}
 		// The tombstone is entered in its index first, so that a crash in between leaves an
 		// entry for a live intent (forgotten later: the intent is checked), never a tombstone
 		// that is never forgotten.
@@ -357,6 +363,26 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// reportToCaller calls a synchronously invoked instance's result back into its caller's invoke
+// log, where the caller's re-executions find it once the intent is gone (the callee's runtime
+// no longer does it before marking the instance done). An error keeps the instance for the
+// next pass. Anything else has nothing to report: no intent (its creation never landed), a
+// tombstone (reported before it was made), an asynchronous or callerless instance.
+func (rt *Runtime) reportToCaller(ctx context.Context, id string) error {
+	a, found, err := rt.st.Get(ctx, intentKey(id))
+	if err != nil || !found {
+		return err
+	}
+	in, err := decodeIntent(id, a)
+	if err != nil {
+		return err
+	}
+	if in.caller == nil || in.async || !in.done || !in.hasResult || in.collected != 0 {
+		return nil
+	}
+	return rt.callback(ctx, *in.caller, id, in.result)
 }
 
 // tombstone turns an intent into the record that its instance was collected at now: done,

@@ -897,3 +897,73 @@ func (p *pauseBefore) Inject(_ context.Context, fp ssf.FaultPoint) error {
 	}
 	return nil
 }
+
+// A synchronous callee does not call its result back into the caller's log while it runs; the
+// garbage collector does, before it collects the callee. A caller that crashed after the call
+// and runs again only after the callee's answer expired (KeyRetention) still finds the result
+// in its own log, instead of ErrKeyExpired, and the callee ran once. A pass whose callback
+// fails keeps the callee.
+func TestCollectedCalleeReportedToItsCaller(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The first callback fails: the pass keeps the callee for the next.
+	lost := &crashOnce{match: func(p ssf.FaultPoint) bool { return p.Op == "callback" }}
+	callee := addConfig(t, h, ssf.Config{Name: "callee", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Faults: lost, Logger: quiet,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			var n int
+			if err := json.Unmarshal(in, &n); err != nil {
+				return nil, err
+			}
+			return n * 2, env.Write("t", "k", n)
+		}})
+	// The caller crashes once, after the call returned, before its write.
+	crash := &crashOnce{match: func(p ssf.FaultPoint) bool {
+		return p.Instance == "c1" && p.Op == "update" && !p.After && p.Key.Partition == "d|t|doubled"
+	}}
+	caller := addConfig(t, h, ssf.Config{Name: "caller", Store: newTable(), Lifetime: lifetime, GCBound: bound, RelaunchDelay: time.Second,
+		Clock: c, Faults: crash, Logger: quiet,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			out, err := env.SyncInvoke("callee", in)
+			if err != nil {
+				return nil, err
+			}
+			return out, env.Write("t", "doubled", out)
+		}})
+	ctx := context.Background()
+	if _, err := h.Invoke(ctx, "caller", "c1", 21); !errors.Is(err, ssf.ErrCrashed) {
+		t.Fatalf("want the injected crash, got %v", err)
+	}
+	if st := caller.Stats(); st.Callbacks != 0 {
+		t.Fatalf("%d callbacks while the callee ran; its result reaches the caller in the response", st.Callbacks)
+	}
+	c.Advance(bound + time.Second)
+	gc(t, callee) // stamps the finish time
+	c.Advance(bound + time.Second)
+	if r := gc(t, callee); r.Unreported != 1 || r.IntentsRemoved != 0 {
+		t.Fatalf("a pass whose callback failed: %+v, want the callee kept", r)
+	}
+	if r := gc(t, callee); r.Unreported != 0 || r.IntentsRemoved != 1 {
+		t.Fatalf("the next pass: %+v, want the callee reported and collected", r)
+	}
+	if st := caller.Stats(); st.Callbacks != 1 || st.SpuriousCallbacks != 0 {
+		t.Fatalf("the callee's collection called back %d times (%d spurious), want once", st.Callbacks, st.SpuriousCallbacks)
+	}
+	c.Advance(callee.Config().KeyRetention + time.Second)
+	if r := gc(t, callee); r.KeysExpired != 1 {
+		t.Fatalf("the callee's answer did not expire: %+v", r)
+	}
+	if _, err := caller.CollectIntents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	st, err := caller.Intent(ctx, "c1")
+	if err != nil || !st.Done || st.Result.Error != "" || string(st.Result.Output) != "42" {
+		t.Fatalf("the caller's re-execution: %+v %v", st, err)
+	}
+	if n := callee.Stats().Executions; n != 1 {
+		t.Fatalf("the callee ran %d times", n)
+	}
+}

@@ -727,17 +727,11 @@ func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool
 	if err := env.alive(); err != nil {
 		return Result{}, rt.abandon(in.id, err)
 	}
-	// The callback must land before the intent is marked done: once done, the GC may forget
-	// the instance, and a caller still waiting would re-invoke it (Beldi Fig. 9).
-	if in.caller != nil && !in.async {
-		// The callback shows the result to the caller: the reads it depends on go first.
-		if err := env.flush(); err != nil {
-			return Result{}, rt.abandon(in.id, err)
-		}
-		if err := rt.callback(ctx, *in.caller, in.id, res); err != nil {
-			return Result{}, rt.abandon(in.id, err)
-		}
-	}
+	// Unlike Beldi (Fig. 9), a synchronous callee does not call its result back into the
+	// caller's invoke log before it is done: the caller gets the result in the response, a
+	// re-execution of the caller that asks again is answered from the done intent (or its
+	// tombstone), and the garbage collector calls the result back before it collects the
+	// intent (reportToCaller), so the caller's log has it before the answer can expire.
 	// The result depends on every read: they are logged, and agreed with every other
 	// execution's, with the done mark (one transaction where the store has them). An execution
 	// that read a different value than one already logged diverged and must not decide.
