@@ -238,8 +238,8 @@ type GCReport struct {
 	TxsRemoved     int // finished transactions whose records were removed
 	Items          int // linked DAALs visited
 	Exported       int // instances whose provenance records were exported before their logs were deleted
-	// Lag is how long past T the oldest finished instance the pass kept (held by its holder)
-	// has waited; an export that fails fails the pass.
+	// Lag is how long past T the oldest finished instance the pass kept (held by its holder,
+	// or unreported) has waited; an export that fails fails the pass.
 	Lag time.Duration
 }
 
@@ -271,6 +271,7 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	var rep GCReport
 	now := rt.now()
 	recyclable := map[string]bool{}
+	finishedAt := map[string]int64{} // recyclable instance -> its finish time
 	claims := map[string]string{} // recyclable instance -> the provenance batch that claimed it
 	for s := 0; s < rt.cfg.IndexShards; s++ {
 		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrExportBatch)}})
@@ -309,6 +310,7 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 				rep.Adopted++
 			case entryRecyclable:
 				recyclable[row.Key.Sort] = true
+				finishedAt[row.Key.Sort] = fin
 				claims[row.Key.Sort], _ = row.Attrs[attrExportBatch].(string)
 			}
 		}
@@ -338,6 +340,7 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 		if err := rt.reportToCaller(ctx, id); err != nil {
 			rt.log.Warn("garbage collector: cannot call the result back to the caller; keeping the instance", "instance", id, "err", err)
 			rep.Unreported++
+			rep.Lag = max(rep.Lag, time.Duration(now-finishedAt[id])-rt.cfg.GCBound)
 			continue
 		}
 		// The tombstone is entered in its index first, so that a crash in between leaves an

@@ -942,8 +942,8 @@ func TestCollectedCalleeReportedToItsCaller(t *testing.T) {
 	c.Advance(bound + time.Second)
 	gc(t, callee) // stamps the finish time
 	c.Advance(bound + time.Second)
-	if r := gc(t, callee); r.Unreported != 1 || r.IntentsRemoved != 0 {
-		t.Fatalf("a pass whose callback failed: %+v, want the callee kept", r)
+	if r := gc(t, callee); r.Unreported != 1 || r.IntentsRemoved != 0 || r.Lag != time.Second {
+		t.Fatalf("a pass whose callback failed: %+v, want the callee kept, 1s past T", r)
 	}
 	if r := gc(t, callee); r.Unreported != 0 || r.IntentsRemoved != 1 {
 		t.Fatalf("the next pass: %+v, want the callee reported and collected", r)

@@ -250,7 +250,7 @@ var collectorInstrumentsOnce = sync.OnceValue(func() collectorInstruments {
 	c.pending, _ = meter.Int64Gauge("ssf.ic.pending", metric.WithUnit("{instance}"),
 		metric.WithDescription("unfinished instances the intent collector's last pass found"))
 	c.held, _ = meter.Int64Gauge("ssf.gc.held", metric.WithUnit("{instance}"),
-		metric.WithDescription("instances finished more than T ago that the last pass kept for their holder"))
+		metric.WithDescription("instances finished more than T ago that the last pass kept: for their holder, or because their result could not be called back to their caller"))
 	c.items, _ = meter.Int64Gauge("ssf.gc.items", metric.WithUnit("{item}"),
 		metric.WithDescription("linked DAALs the last garbage collector pass visited"))
 	c.intentsRemoved, _ = meter.Int64Counter("ssf.gc.intents_removed", metric.WithUnit("{instance}"),
@@ -260,7 +260,7 @@ var collectorInstrumentsOnce = sync.OnceValue(func() collectorInstruments {
 	c.daalRows, _ = meter.Int64Counter("ssf.gc.daal_rows_deleted", metric.WithUnit("{row}"),
 		metric.WithDescription("unreachable DAAL rows deleted"))
 	c.gcLag, _ = meter.Float64Gauge("ssf.gc.lag", metric.WithUnit("s"),
-		metric.WithDescription("how long past T the oldest finished instance the last pass kept has waited (held by its holder, or its export failed)"))
+		metric.WithDescription("how long past T the oldest finished instance the last pass kept has waited (held by its holder, unreported to its caller, or its export failed)"))
 	c.daalLength, _ = meter.Int64Histogram("ssf.daal.length", metric.WithUnit("{row}"),
 		metric.WithDescription("rows linked in each item's DAAL, as the garbage collector found them"))
 	c.exported, _ = meter.Int64Counter("ssf.provenance.exported", metric.WithUnit("{instance}"),
@@ -310,7 +310,7 @@ func (m collectorMetrics) gcPass(took time.Duration, rep GCReport, err error) {
 	}
 	ctx, attrs := context.Background(), metric.WithAttributes(m.ssf)
 	if err == nil {
-		m.inst.held.Record(ctx, int64(rep.Held), attrs)
+		m.inst.held.Record(ctx, int64(rep.Held+rep.Unreported), attrs)
 		m.inst.items.Record(ctx, int64(rep.Items), attrs)
 		m.inst.gcLag.Record(ctx, rep.Lag.Seconds(), attrs)
 	}
