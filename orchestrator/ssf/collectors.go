@@ -256,7 +256,8 @@ type GCReport struct {
 //  4. give rows found unreachable a dangle time, and delete them T later, when no traversal
 //     that saw them linked can still be running;
 //  5. replace the recyclable intents by tombstones last, so a crash anywhere above leaves them
-//     for next time; a tombstone answers late requests for the id with the instance's result
+//     for next time, each after calling its result back to its synchronous caller (kept while
+//     that fails); a tombstone answers late requests for the id with the instance's result
 //     (never a new run) until KeyRetention passed, and then with ErrKeyExpired until
 //     ExpiredKeyRetention passed.
 func (rt *Runtime) CollectGarbage(ctx context.Context) (GCReport, error) {
@@ -272,7 +273,7 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	now := rt.now()
 	recyclable := map[string]bool{}
 	finishedAt := map[string]int64{} // recyclable instance -> its finish time
-	claims := map[string]string{} // recyclable instance -> the provenance batch that claimed it
+	claims := map[string]string{}    // recyclable instance -> the provenance batch that claimed it
 	for s := 0; s < rt.cfg.IndexShards; s++ {
 		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrExportBatch)}})
 		if err != nil {
