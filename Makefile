@@ -18,15 +18,13 @@ demo:
 
 ## test: the whole default test run (unit, conformance, crash injection, linearizability, fuzz
 ## seeds), under the race detector: the runtime is concurrent, and a race is a correctness bug
-## The long-running packages go first: go test starts packages in the order it is given them,
-## so they overlap the many short ones instead of running last. Three run at a time on two
-## cores: tests/terraform (8 minutes) mostly waits on Terraform and moto (about half a core), so
-## with two slots one of them sat half idle beside it.
-## The timeout is per test binary: tests/terraform takes ~8 minutes on a warm machine and more
+## The long-running packages go first: go test starts packages in the order it is given them
+## (two at a time on two cores), so they overlap the many short ones instead of running last.
+## The timeout is per test binary: tests/terraform takes ~12 minutes on a warm machine and more
 ## on a fresh one, where its first Go builds of the function artifacts are cold.
-SLOW_PACKAGES = ./tests/terraform ./tests/crashtest ./tests/schedules ./tests/txtest ./cmd/ssfkit ./tests/lincheck ./tests/sqlsteps ./tests/logtest
+SLOW_PACKAGES = ./tests/schedules ./tests/txtest ./tests/crashtest ./tests/sqlsteps ./tests/terraform ./tests/lincheck ./tests/logtest ./cmd/ssfkit
 test: tools vet
-	$(GO) test -race -count=1 -p 3 -timeout 25m $(SLOW_PACKAGES) ./tests/layout ./tests/zkcompat $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
+	$(GO) test -race -count=1 -timeout 25m $(SLOW_PACKAGES) ./tests/layout ./tests/zkcompat $$($(GO) list ./... | grep -v -e /tests/ -e /cmd/ssfkit$$)
 
 ## test-long: the default run, then the schedule explorer's long run: every schedule with up
 ## to two preemptions (the default run: one, plus 500 seeded random ones per scenario), and

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -24,6 +25,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/store"
 	_ "github.com/ssfkit/ssfkit/adapters/store/memstore"
 	"github.com/ssfkit/ssfkit/internal/telemetry"
+	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
@@ -169,13 +171,14 @@ func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 	defer otel.SetTracerProvider(noop.NewTracerProvider())
 	host := local.NewHost()
 	defer host.Close()
+	clock := testclock.New(time.Unix(1e9, 0))
 	for name, h := range map[string]ssf.Handler{"stock": ssf.Typed(stock), "order": ssf.Typed(order)} {
 		tbl, err := store.Open(ctx, "mem://telemetry-"+name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tbl.Close()
-		if _, err := host.Add(ssf.Config{Name: name, Store: tbl, Handler: h}); err != nil {
+		if _, err := host.Add(ssf.Config{Name: name, Store: tbl, Handler: h, Clock: clock}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,6 +192,14 @@ func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 	}
 	if _, err := orderRuntime.CollectIntents(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The callee's garbage collector calls its result back to the order when it collects it.
+	stockRuntime, _ := host.Runtime("stock")
+	for range 2 { // stamp, then collect
+		clock.Advance(stockRuntime.Config().GCBound + time.Second)
+		if _, err := stockRuntime.CollectGarbage(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Flush exports now, as the Lambda host does after each invocation: everything is there
 	// before the providers shut down.
@@ -270,7 +281,7 @@ func TestRuntimeTelemetryReachesAnOTLPReceiver(t *testing.T) {
 		"ssf.executions order": 1, "ssf.executions stock": 1, "ssf.steps order": 2, "ssf.steps stock": 2,
 		"ssf.callbacks order": 1, "ssf.abandoned order": 0,
 		"ssf.collector.passes gc order ok": 1, "ssf.collector.passes ic order ok": 1, "ssf.collector.duration gc order": 1,
-		"ssf.gc.items order": 1, "ssf.ic.pending order": 0, "ssf.gc.intents_removed order": 0,
+		"ssf.gc.items order": 1, "ssf.ic.pending order": 0, "ssf.gc.intents_removed order": 0, "ssf.gc.intents_removed stock": 1,
 	} {
 		if got := rc.sums[name]; got != want {
 			t.Errorf("%s = %d, want %d (all: %v)", name, got, want, rc.sums)
