@@ -149,6 +149,15 @@ func (w *World) Pause() error {
 	return nil
 }
 
+// ExpireKeys moves the clock past SSF name's key retention and runs its garbage collector: the
+// answers of its instances collected so far are dropped, and a request for their ids gets
+// ErrKeyExpired.
+func (w *World) ExpireKeys(name string) error {
+	w.Clock.Advance(w.RT[name].Config().KeyRetention + time.Second)
+	_, err := w.RT[name].CollectGarbage(context.Background())
+	return err
+}
+
 func (w *World) names() []string {
 	names := make([]string, 0, len(w.RT))
 	for n := range w.RT {

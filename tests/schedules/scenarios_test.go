@@ -349,7 +349,9 @@ func explore(t *testing.T, sc Scenario) {
 }
 
 // call reads k and passes it to a callee that counts its runs: the callee must run once, with
-// the value the caller's result reports.
+// the value the caller's result reports. After a pause that collects what finished, the keys
+// expire: a caller execution that runs after that finds the callee's result in its own log,
+// where the callee's garbage collector put it (asking the callee would get ErrKeyExpired).
 func TestScheduleSyncInvoke(t *testing.T) {
 	sc := Scenario{Name: "sync-invoke", Setup: setup(map[string]any{"t/k": 1}),
 		SSFs: map[string]ssf.Handler{
@@ -378,7 +380,8 @@ func TestScheduleSyncInvoke(t *testing.T) {
 				}
 				return 10 * v, nil
 			}},
-		Executions: duplicates(2, ssf.Request{}), Events: []Event{setK(2), pause}, Crashes: 1,
+		Executions: duplicates(2, ssf.Request{}), Crashes: 1,
+		Events: []Event{setK(2), pause, {Name: "expire", Ready: func(w *World) bool { return w.Fired(pause.Name) }, Fire: func(w *World) error { return w.ExpireKeys("callee") }}},
 		Check: func(w *World, o Outcome) error {
 			runs, out := item(o, "callee", "t/runs"), item(o, App, "t/out")
 			if runs > 1 || (o.Known && runs != 1) {
