@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
@@ -337,8 +338,9 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 		}
 	}
 
+	unreported := rt.reportToCallers(ctx, collected)
 	for _, id := range collected {
-		if err := rt.reportToCaller(ctx, id); err != nil {
+		if err, ok := unreported[id]; ok {
 			rt.log.Warn("garbage collector: cannot call the result back to the caller; keeping the instance", "instance", id, "err", err)
 			rep.Unreported++
 			rep.Lag = max(rep.Lag, time.Duration(now-finishedAt[id])-rt.cfg.GCBound)
@@ -367,6 +369,42 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// callbacksAtOnce bounds the callbacks a garbage collector pass has in flight: a pass may
+// collect thousands of called instances, each callback a request to another SSF.
+const callbacksAtOnce = 16
+
+// reportToCallers reports the results of the instances in ids to their callers (reportToCaller),
+// several at a time (one at a time under a one-at-a-time fault injector), and returns the
+// instances whose report failed, with why.
+func (rt *Runtime) reportToCallers(ctx context.Context, ids []string) map[string]error {
+	failed := map[string]error{}
+	if len(ids) < 2 || rt.oneAtATime() {
+		for _, id := range ids {
+			if err := rt.reportToCaller(ctx, id); err != nil {
+				failed[id] = err
+			}
+		}
+		return failed
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, callbacksAtOnce)
+	for _, id := range ids {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := rt.reportToCaller(ctx, id); err != nil {
+				mu.Lock()
+				failed[id] = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
 }
 
 // reportToCaller calls a synchronously invoked instance's result back into its caller's invoke

@@ -967,3 +967,66 @@ func TestCollectedCalleeReportedToItsCaller(t *testing.T) {
 		t.Fatalf("the callee ran %d times", n)
 	}
 }
+
+// callbackRendezvous holds each callback until `want` of them are in flight, or gives up after
+// a while and fails it: a garbage collector pass sends its callbacks side by side.
+type callbackRendezvous struct {
+	mu     sync.Mutex
+	want   int
+	begun  int
+	all    chan struct{}
+	timely bool // every callback met the others
+}
+
+func (r *callbackRendezvous) Inject(_ context.Context, p ssf.FaultPoint) error {
+	if p.Op != "callback" || p.After {
+		return nil
+	}
+	r.mu.Lock()
+	if r.begun++; r.begun == r.want {
+		close(r.all)
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.all:
+		return nil
+	case <-time.After(10 * time.Second):
+		r.mu.Lock()
+		r.timely = false
+		r.mu.Unlock()
+		return fmt.Errorf("a callback waited 10 s for the others to begin: %w", ssf.ErrCrashed)
+	}
+}
+
+// A pass that collects several called instances calls their results back side by side.
+func TestCollectorCallsBackSideBySide(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const calls = 3
+	r := &callbackRendezvous{want: calls, all: make(chan struct{}), timely: true}
+	callee := addConfig(t, h, ssf.Config{Name: "callee", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Faults: r, Logger: quiet,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) { return in, nil }})
+	caller := addConfig(t, h, ssf.Config{Name: "caller", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Logger: quiet,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			for i := range calls {
+				if _, err := env.SyncInvoke("callee", i); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		}})
+	if _, err := h.Invoke(context.Background(), "caller", "c1", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(bound + time.Second)
+	gc(t, callee)
+	c.Advance(bound + time.Second)
+	if rep := gc(t, callee); rep.IntentsRemoved != calls || !r.timely {
+		t.Fatalf("%+v: the callbacks went out one after the other", rep)
+	}
+	if st := caller.Stats(); st.Callbacks != calls {
+		t.Fatalf("%d callbacks, want %d", st.Callbacks, calls)
+	}
+}
