@@ -217,30 +217,13 @@ func TestTransactionModeNeedsTransaction(t *testing.T) {
 	}
 }
 
-// barrier holds the hotel's writes of h00's room count until n executions have arrived, so
-// that n reservations all read the count before any of them writes it: the interleaving that
-// exposes a read-check-write without a transaction.
-type barrier struct {
-	n       int
-	mu      sync.Mutex
-	arrived int
-	open    chan struct{}
-}
-
-func (b *barrier) Inject(ctx context.Context, p ssf.FaultPoint) error {
-	if p.SSF != Hotel || p.Op != "update" || p.After || p.Key.Partition != "d|"+roomsTable+"|h00" || strings.HasPrefix(p.Instance, "seed-") {
-		return nil
-	}
-	b.mu.Lock()
-	if b.arrived++; b.arrived == b.n {
-		close(b.open)
-	}
-	b.mu.Unlock()
-	select {
-	case <-b.open:
-	case <-time.After(5 * time.Second): // the scenario did not happen; the test reports it
-	}
-	return nil
+// lastRoomBarrier holds the hotel's writes of h00's room count until two executions have
+// arrived, so that both reservations read the count before either writes it: the interleaving
+// that exposes a read-check-write without a transaction.
+func lastRoomBarrier() *faults.Barrier {
+	return faults.NewBarrier(2, 5*time.Second, func(p ssf.FaultPoint) bool {
+		return p.SSF == Hotel && p.Op == "update" && !p.After && p.Key.Partition == "d|"+roomsTable+"|h00" && !strings.HasPrefix(p.Instance, "seed-")
+	})
 }
 
 // Two reservations read one free room before either writes. Unsafe, both take it; with a
@@ -251,13 +234,17 @@ func TestConcurrentLastRoom(t *testing.T) {
 		overbooked int
 	}{{ModeUnsafe, 1}, {ModeExactlyOnce, 0}} {
 		t.Run(string(c.mode), func(t *testing.T) {
-			a := newApp(t, fixture(1, 5), &barrier{n: 2, open: make(chan struct{})})
+			b := lastRoomBarrier()
+			a := newApp(t, fixture(1, 5), b)
 			confs := make([]Confirmation, 2)
 			var wg sync.WaitGroup
 			for i := range confs {
 				wg.Go(func() { confs[i] = reserve(t, a, fmt.Sprint("res-", i), c.mode) })
 			}
 			wg.Wait()
+			if b.GaveUp() {
+				t.Fatal("the two reservations never wrote the hotel's room count at once")
+			}
 			r := a.check(t, map[string]Confirmation{confs[0].Reservation: confs[0], confs[1].Reservation: confs[1]})
 			// The barrier forces the race on the hotel's one room; the flight (5 seats) races
 			// only by chance, so unsafe mode double-books the flight's count sometimes.

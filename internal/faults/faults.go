@@ -1,6 +1,7 @@
 // Package faults kills SSF executions at chosen injection points: it is the ssf.FaultInjector
 // the crash suites use (at the k-th point, or at random with a budget) and the demo uses (at
-// random, a few times per instance at most, sparing collector passes).
+// random, a few times per instance at most, sparing collector passes). Its Barrier holds
+// executions at a point instead, until enough of them are there (tests' interleavings).
 //
 // It imports only orchestrator/ssf: it is production code, since `ssfkit demo` crashes the
 // executions it shows.

@@ -15,6 +15,7 @@ import (
 	"github.com/ssfkit/ssfkit/adapters/host/local"
 	"github.com/ssfkit/ssfkit/adapters/store"
 	"github.com/ssfkit/ssfkit/adapters/store/memstore"
+	"github.com/ssfkit/ssfkit/internal/faults"
 	"github.com/ssfkit/ssfkit/internal/testclock"
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
@@ -968,36 +969,6 @@ func TestCollectedCalleeReportedToItsCaller(t *testing.T) {
 	}
 }
 
-// callbackRendezvous holds each callback until `want` of them are in flight, or gives up after
-// a while and fails it: a garbage collector pass sends its callbacks side by side.
-type callbackRendezvous struct {
-	mu     sync.Mutex
-	want   int
-	begun  int
-	all    chan struct{}
-	timely bool // every callback met the others
-}
-
-func (r *callbackRendezvous) Inject(_ context.Context, p ssf.FaultPoint) error {
-	if p.Op != "callback" || p.After {
-		return nil
-	}
-	r.mu.Lock()
-	if r.begun++; r.begun == r.want {
-		close(r.all)
-	}
-	r.mu.Unlock()
-	select {
-	case <-r.all:
-		return nil
-	case <-time.After(10 * time.Second):
-		r.mu.Lock()
-		r.timely = false
-		r.mu.Unlock()
-		return fmt.Errorf("a callback waited 10 s for the others to begin: %w", ssf.ErrCrashed)
-	}
-}
-
 // A pass that collects several called instances calls their results back side by side.
 func TestCollectorCallsBackSideBySide(t *testing.T) {
 	c := testclock.New(time.Unix(1e9, 0))
@@ -1005,7 +976,8 @@ func TestCollectorCallsBackSideBySide(t *testing.T) {
 	t.Cleanup(h.Close)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const calls = 3
-	r := &callbackRendezvous{want: calls, all: make(chan struct{}), timely: true}
+	// Each callback waits until all are in flight.
+	r := faults.NewBarrier(calls, 10*time.Second, func(p ssf.FaultPoint) bool { return p.Op == "callback" && !p.After })
 	callee := addConfig(t, h, ssf.Config{Name: "callee", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Faults: r, Logger: quiet,
 		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) { return in, nil }})
 	caller := addConfig(t, h, ssf.Config{Name: "caller", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Logger: quiet,
@@ -1023,7 +995,7 @@ func TestCollectorCallsBackSideBySide(t *testing.T) {
 	c.Advance(bound + time.Second)
 	gc(t, callee)
 	c.Advance(bound + time.Second)
-	if rep := gc(t, callee); rep.IntentsRemoved != calls || !r.timely {
+	if rep := gc(t, callee); rep.IntentsRemoved != calls || r.GaveUp() {
 		t.Fatalf("%+v: the callbacks went out one after the other", rep)
 	}
 	if st := caller.Stats(); st.Callbacks != calls {
