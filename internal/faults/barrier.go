@@ -46,6 +46,13 @@ func (b *Barrier) Inject(_ context.Context, p ssf.FaultPoint) error {
 	return nil
 }
 
+// Arrived reports how many matching points arrived.
+func (b *Barrier) Arrived() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.arrived
+}
+
 // GaveUp reports whether a point went on without the others.
 func (b *Barrier) GaveUp() bool {
 	b.mu.Lock()

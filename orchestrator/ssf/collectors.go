@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -371,60 +373,122 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	return rep, nil
 }
 
-// callbacksAtOnce bounds the callbacks a garbage collector pass has in flight: a pass may
-// collect thousands of called instances, each callback a request to another SSF.
+// callbacksAtOnce bounds the requests a garbage collector pass has in flight when it reports to
+// callers: a pass may collect thousands of called instances.
 const callbacksAtOnce = 16
 
-// reportToCallers reports the results of the instances in ids to their callers (reportToCaller),
-// several at a time (one at a time under a one-at-a-time fault injector), and returns the
-// instances whose report failed, with why.
+// A callback batch carries at most this many results, and results of at most this many bytes
+// together unless it carries one: hosts take request bodies of 1 MiB (httphost).
+const (
+	callbackBatchResults = 32
+	callbackBatchBytes   = 512 << 10
+)
+
+// reportToCallers calls the results of the instances in ids that were called synchronously back
+// into their callers' invoke logs, where the callers' re-executions find them once the intents
+// are gone (the callee's runtime no longer does it before marking the instance done): one
+// request per batch of results to the same caller SSF, several at a time. It returns the
+// instances whose report failed, with why; their intents are kept for the next pass.
 func (rt *Runtime) reportToCallers(ctx context.Context, ids []string) map[string]error {
 	failed := map[string]error{}
-	if len(ids) < 2 || rt.oneAtATime() {
-		for _, id := range ids {
-			if err := rt.reportToCaller(ctx, id); err != nil {
-				failed[id] = err
-			}
-		}
-		return failed
-	}
+	byCaller := map[string][]CalleeResult{}
 	var mu sync.Mutex
+	fail := func(err error, ids ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			failed[id] = err
+		}
+	}
+	rt.atOnce(len(ids), func(i int) {
+		r, ok, err := rt.toReport(ctx, ids[i])
+		if err != nil {
+			fail(err, ids[i])
+			return
+		}
+		if ok {
+			mu.Lock()
+			byCaller[r.Caller.SSF] = append(byCaller[r.Caller.SSF], r)
+			mu.Unlock()
+		}
+	})
+	var batches [][]CalleeResult
+	for _, caller := range slices.Sorted(maps.Keys(byCaller)) {
+		rs := byCaller[caller]
+		slices.SortFunc(rs, func(a, b CalleeResult) int { return strings.Compare(a.CalleeID, b.CalleeID) })
+		batches = append(batches, callbackBatches(rs)...)
+	}
+	rt.atOnce(len(batches), func(i int) {
+		b := batches[i]
+		req := Request{Kind: KindCallback, InstanceID: b[0].CalleeID, Results: b}
+		if _, err := rt.call(ctx, b[0].Caller.SSF, req, "callback", store.Key{}); err != nil {
+			ids := make([]string, len(b))
+			for j, r := range b {
+				ids[j] = r.CalleeID
+			}
+			fail(fmt.Errorf("callback to %s: %w", b[0].Caller.SSF, err), ids...)
+		}
+	})
+	return failed
+}
+
+// callbackBatches splits results to one caller into batches within the batch bounds.
+func callbackBatches(rs []CalleeResult) [][]CalleeResult {
+	var batches [][]CalleeResult
+	var cur []CalleeResult
+	size := 0
+	for _, r := range rs {
+		n := len(r.Result.Output) + len(r.Result.Error)
+		if len(cur) > 0 && (len(cur) == callbackBatchResults || size+n > callbackBatchBytes) {
+			batches, cur, size = append(batches, cur), nil, 0
+		}
+		cur, size = append(cur, r), size+n
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+// atOnce runs do(0), ..., do(n-1), callbacksAtOnce at a time (one at a time under a
+// one-at-a-time fault injector).
+func (rt *Runtime) atOnce(n int, do func(i int)) {
+	if n < 2 || rt.oneAtATime() {
+		for i := range n {
+			do(i)
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, callbacksAtOnce)
-	for _, id := range ids {
+	for i := range n {
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if err := rt.reportToCaller(ctx, id); err != nil {
-				mu.Lock()
-				failed[id] = err
-				mu.Unlock()
-			}
+			do(i)
 		}()
 	}
 	wg.Wait()
-	return failed
 }
 
-// reportToCaller calls a synchronously invoked instance's result back into its caller's invoke
-// log, where the caller's re-executions find it once the intent is gone (the callee's runtime
-// no longer does it before marking the instance done). An error keeps the instance for the
-// next pass. Anything else has nothing to report: no intent (its creation never landed), a
-// tombstone (reported before it was made), an asynchronous or callerless instance.
-func (rt *Runtime) reportToCaller(ctx context.Context, id string) error {
+// toReport returns what a collected instance reports to its caller: the result of a done
+// intent called synchronously. Anything else has nothing to report: no intent (its creation
+// never landed), a tombstone (reported before it was made), an asynchronous or callerless
+// instance.
+func (rt *Runtime) toReport(ctx context.Context, id string) (CalleeResult, bool, error) {
 	a, found, err := rt.st.Get(ctx, intentKey(id))
 	if err != nil || !found {
-		return err
+		return CalleeResult{}, false, err
 	}
 	in, err := decodeIntent(id, a)
 	if err != nil {
-		return err
+		return CalleeResult{}, false, err
 	}
 	if in.caller == nil || in.async || !in.done || !in.hasResult || in.collected != 0 {
-		return nil
+		return CalleeResult{}, false, nil
 	}
-	return rt.callback(ctx, *in.caller, id, in.result)
+	return CalleeResult{CalleeID: id, Caller: *in.caller, Result: in.result}, true, nil
 }
 
 // tombstone turns an intent into the record that its instance was collected at now: done,

@@ -238,6 +238,36 @@ func TestSpuriousCallbackIgnored(t *testing.T) {
 	}
 }
 
+// A batch of callbacks records each result in its own entry; one for an entry that does not
+// exist is spurious, one without ids is refused.
+func TestCallbackBatch(t *testing.T) {
+	h := local.NewHost()
+	defer h.Close()
+	var calleeID string
+	add(t, h, "callee", 4, func(env *ssf.Env, in json.RawMessage) (any, error) { calleeID = env.InstanceID(); return in, nil })
+	rt := add(t, h, "caller", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		return env.SyncInvoke("callee", in)
+	})
+	ctx := context.Background()
+	if _, err := h.Invoke(ctx, "caller", "c1", 7); err != nil {
+		t.Fatal(err)
+	}
+	batch := ssf.Request{Kind: ssf.KindCallback, InstanceID: calleeID, Results: []ssf.CalleeResult{
+		{CalleeID: calleeID, Caller: ssf.CallerRef{SSF: "caller", InstanceID: "c1", Step: 0}, Result: ssf.Result{Output: json.RawMessage(`7`)}},
+		{CalleeID: "other", Caller: ssf.CallerRef{SSF: "caller", InstanceID: "gone", Step: 3}, Result: ssf.Result{Output: json.RawMessage(`1`)}},
+	}}
+	if _, err := rt.Handle(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if st := rt.Stats(); st.Callbacks != 2 || st.SpuriousCallbacks != 1 {
+		t.Fatalf("stats %+v, want 2 callbacks, 1 spurious", st)
+	}
+	batch.Results[1].CalleeID = ""
+	if _, err := rt.Handle(ctx, batch); !errors.Is(err, ssf.ErrBadInput) {
+		t.Fatalf("a batch entry without a callee id: %v, want ErrBadInput", err)
+	}
+}
+
 // The intent collector may re-run an instance while the original is still running: both
 // executions return the same result and the effects happen once.
 func TestRelaunchWhileOriginalRuns(t *testing.T) {
@@ -969,36 +999,45 @@ func TestCollectedCalleeReportedToItsCaller(t *testing.T) {
 	}
 }
 
-// A pass that collects several called instances calls their results back side by side.
+// A pass that collects several called instances reports their results to each caller SSF in
+// batches of at most 32, and to the callers side by side.
 func TestCollectorCallsBackSideBySide(t *testing.T) {
 	c := testclock.New(time.Unix(1e9, 0))
 	h := local.NewHost()
 	t.Cleanup(h.Close)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	const calls = 3
-	// Each callback waits until all are in flight.
-	r := faults.NewBarrier(calls, 10*time.Second, func(p ssf.FaultPoint) bool { return p.Op == "callback" && !p.After })
+	callers := map[string]int{"a": 33, "b": 1, "c": 1} // caller SSF -> its calls
+	// Each callback request waits until one to each caller is in flight.
+	r := faults.NewBarrier(len(callers), 10*time.Second, func(p ssf.FaultPoint) bool { return p.Op == "callback" && !p.After })
 	callee := addConfig(t, h, ssf.Config{Name: "callee", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Faults: r, Logger: quiet,
 		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) { return in, nil }})
-	caller := addConfig(t, h, ssf.Config{Name: "caller", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Logger: quiet,
-		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
-			for i := range calls {
-				if _, err := env.SyncInvoke("callee", i); err != nil {
-					return nil, err
+	for name, calls := range callers {
+		addConfig(t, h, ssf.Config{Name: name, Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Logger: quiet,
+			Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+				for i := range calls {
+					if _, err := env.SyncInvoke("callee", i); err != nil {
+						return nil, err
+					}
 				}
-			}
-			return nil, nil
-		}})
-	if _, err := h.Invoke(context.Background(), "caller", "c1", nil); err != nil {
-		t.Fatal(err)
+				return nil, nil
+			}})
+		if _, err := h.Invoke(context.Background(), name, "i1", nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.Advance(bound + time.Second)
 	gc(t, callee)
 	c.Advance(bound + time.Second)
-	if rep := gc(t, callee); rep.IntentsRemoved != calls || r.GaveUp() {
-		t.Fatalf("%+v: the callbacks went out one after the other", rep)
+	if rep := gc(t, callee); rep.IntentsRemoved != 35 || r.GaveUp() {
+		t.Fatalf("%+v: the callbacks to the three callers went out one after the other", rep)
 	}
-	if st := caller.Stats(); st.Callbacks != calls {
-		t.Fatalf("%d callbacks, want %d", st.Callbacks, calls)
+	if n := r.Arrived(); n != 4 {
+		t.Fatalf("%d callback requests, want 4 (a's 33 results in two)", n)
+	}
+	for name, calls := range callers {
+		rt, _ := h.Runtime(name)
+		if st := rt.Stats(); st.Callbacks != int64(calls) || st.SpuriousCallbacks != 0 {
+			t.Fatalf("caller %s got %d callbacks (%d spurious), want %d", name, st.Callbacks, st.SpuriousCallbacks, calls)
+		}
 	}
 }

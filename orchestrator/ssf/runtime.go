@@ -886,27 +886,46 @@ func (rt *Runtime) callback(ctx context.Context, caller CallerRef, calleeID stri
 	return nil
 }
 
-// handleCallback records a callee's result in this SSF's invoke log, but only in the entry that
-// invoked that very callee; a callback for an entry the GC already removed is spurious (the
-// caller finished long ago) and is ignored.
+// handleCallback records callees' results in this SSF's invoke log (one, or a batch), each only
+// in the entry that invoked that very callee; a callback for an entry the GC already removed is
+// spurious (the caller finished long ago) and is ignored.
 func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
-	if req.Caller == nil || req.Result == nil {
+	results := req.Results
+	if req.Caller != nil && req.Result != nil {
+		results = append(results, CalleeResult{CalleeID: req.InstanceID, Caller: *req.Caller, Result: *req.Result})
+	}
+	if len(results) == 0 || (req.Caller == nil) != (req.Result == nil) {
 		return fmt.Errorf("%w: SSF %s: callback without caller or result", ErrBadInput, rt.cfg.Name)
 	}
-	rt.stats.callbacks.inc()
-	b, err := json.Marshal(req.Result)
-	if err != nil {
+	ups := make([]store.BatchUpdate, len(results))
+	for i, r := range results {
+		if r.CalleeID == "" || r.Caller.InstanceID == "" {
+			return fmt.Errorf("%w: SSF %s: callback without a callee or caller instance id", ErrBadInput, rt.cfg.Name)
+		}
+		b, err := json.Marshal(r.Result)
+		if err != nil {
+			return err
+		}
+		ups[i] = store.BatchUpdate{Key: invokeLogKey(r.Caller.InstanceID, r.Caller.Step),
+			Cond: store.Equal(store.Attr(attrCalleeID), r.CalleeID), Update: store.Update{store.SetAttr(store.Attr(attrResult), b)}}
+	}
+	rt.stats.callbacks.incBy(int64(len(results)))
+	var rs []store.UpdateResult
+	var err error
+	if len(ups) == 1 { // an acknowledgement or a failure's report: one conditional update
+		r, err := rt.st.Update(ctx, ups[0].Key, ups[0].Cond, ups[0].Update)
+		if err != nil {
+			return err
+		}
+		rs = []store.UpdateResult{r}
+	} else if rs, err = rt.st.UpdateBatch(ctx, ups); err != nil {
 		return err
 	}
-	r, err := rt.st.Update(ctx, invokeLogKey(req.Caller.InstanceID, req.Caller.Step),
-		store.Equal(store.Attr(attrCalleeID), req.InstanceID),
-		store.Update{store.SetAttr(store.Attr(attrResult), b)})
-	if err != nil {
-		return err
-	}
-	if !r.Applied {
-		rt.stats.spuriousCallbacks.inc()
-		rt.log.Debug("ignoring spurious callback", "caller_instance", req.Caller.InstanceID, "step", req.Caller.Step, "callee", req.InstanceID)
+	for i, r := range rs {
+		if !r.Applied {
+			rt.stats.spuriousCallbacks.inc()
+			rt.log.Debug("ignoring spurious callback", "caller_instance", results[i].Caller.InstanceID, "step", results[i].Caller.Step, "callee", results[i].CalleeID)
+		}
 	}
 	return nil
 }

@@ -180,10 +180,12 @@ type stat struct {
 	attrs   metric.AddOption
 }
 
-func (s *stat) inc() {
-	s.Add(1)
+func (s *stat) inc() { s.incBy(1) }
+
+func (s *stat) incBy(n int64) {
+	s.Add(n)
 	if s.counter != nil {
-		s.counter.Add(context.Background(), 1, s.attrs)
+		s.counter.Add(context.Background(), n, s.attrs)
 	}
 }
 

@@ -69,6 +69,9 @@ type Request struct {
 	Caller *CallerRef `json:"caller,omitempty"`
 	// Result is the callee's result, for callbacks.
 	Result *Result `json:"result,omitempty"`
+	// Results are more callbacks in one request, each to its own invoke-log entry of this SSF:
+	// a callee's garbage collector reports the instances it collects this way.
+	Results []CalleeResult `json:"results,omitempty"`
 	// Tx is the transaction the callee runs in (Beldi §6: contexts travel with calls).
 	Tx *TxContext `json:"tx,omitempty"`
 	// Holder names what may still send this request again after the instance finished, such
@@ -96,6 +99,14 @@ type Request struct {
 	// so the callee tries its intent's creation without reading it first. A hint: an intent
 	// that exists answers the creation as a read would (at the cost of an index write).
 	Fresh bool `json:"fresh,omitempty"`
+}
+
+// CalleeResult is one callback of a batch: the callee instance, the caller's invoke-log entry
+// it reports to, and its result.
+type CalleeResult struct {
+	CalleeID string    `json:"callee_id"`
+	Caller   CallerRef `json:"caller"`
+	Result   Result    `json:"result"`
 }
 
 // CallerRef names the invoke-log entry a callee reports to.
