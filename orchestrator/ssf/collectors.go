@@ -276,9 +276,10 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 	now := rt.now()
 	recyclable := map[string]bool{}
 	finishedAt := map[string]int64{} // recyclable instance -> its finish time
+	toReport := map[string]bool{}    // recyclable instances that may have a result for a caller
 	claims := map[string]string{}    // recyclable instance -> the provenance batch that claimed it
 	for s := 0; s < rt.cfg.IndexShards; s++ {
-		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrExportBatch)}})
+		rows, err := rt.st.Scan(ctx, "f|"+strconv.Itoa(s), store.ScanOptions{Projection: []store.Path{store.Attr(attrFinishTime), store.Attr(attrHolder), store.Attr(attrExportBatch), store.Attr(attrCaller)}})
 		if err != nil {
 			return rep, err
 		}
@@ -315,6 +316,8 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 			case entryRecyclable:
 				recyclable[row.Key.Sort] = true
 				finishedAt[row.Key.Sort] = fin
+				// An entry entered at creation for a holder cannot tell: its intent is read.
+				toReport[row.Key.Sort] = row.Attrs[attrCaller] != nil || row.Attrs[attrHolder] != nil
 				claims[row.Key.Sort], _ = row.Attrs[attrExportBatch].(string)
 			}
 		}
@@ -340,7 +343,13 @@ func (rt *Runtime) collectGarbage(ctx context.Context) (GCReport, error) {
 		}
 	}
 
-	unreported := rt.reportToCallers(ctx, collected)
+	var reportable []string
+	for _, id := range collected {
+		if toReport[id] {
+			reportable = append(reportable, id)
+		}
+	}
+	unreported := rt.reportToCallers(ctx, reportable)
 	for _, id := range collected {
 		if err, ok := unreported[id]; ok {
 			rt.log.Warn("garbage collector: cannot call the result back to the caller; keeping the instance", "instance", id, "err", err)

@@ -18,7 +18,8 @@ import (
 //	               records, so GC drops (and exports) an instance's logs with one scan of one
 //	               partition
 //	p|SHARD        unfinished-intent index (Beldi's secondary index): sort key = instance id
-//	f|SHARD        finished-intent index the GC stamps with finish times
+//	f|SHARD        finished-intent index the GC stamps with finish times (and names the
+//	               caller SSF of a synchronously called instance)
 //	c|SHARD        tombstones of collected instances: sort key = collection time|id, oldest first
 //	e|SHARD        expired keys (tombstones without a result): sort key = expiry time|id
 //	k|SHARD        directory of linked DAALs (items), so the GC can visit them all

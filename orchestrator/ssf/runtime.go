@@ -849,8 +849,14 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 }
 
 // finishedEntry puts an instance in the finished index, which the GC scans.
+// A synchronously called instance's entry names its caller's SSF: the GC calls its result back
+// before collecting it (reportToCallers), and reads only those intents.
 func (rt *Runtime) finishedEntry(in *intent) store.BatchUpdate {
-	return store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, in.id), Cond: store.Always(), Update: store.Update{store.SetAttr(store.Attr(attrDone), true)}}
+	upd := store.Update{store.SetAttr(store.Attr(attrDone), true)}
+	if in.caller != nil && !in.async {
+		upd = append(upd, store.SetAttr(store.Attr(attrCaller), in.caller.SSF))
+	}
+	return store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, in.id), Cond: store.Always(), Update: upd}
 }
 
 // endsTx is the transaction a transaction-end instance ends, or "".

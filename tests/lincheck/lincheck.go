@@ -335,6 +335,8 @@ func Run(t suite.T, newStore testtables.Factory, o Options) {
 	var gcMu sync.Mutex
 	var gc ssf.GCReport
 	var bg sync.WaitGroup
+	// Also when the run fails early: a collector must not report after the test ended.
+	defer func() { stop(); bg.Wait() }()
 	for g := 0; g < 2; g++ {
 		bg.Add(1)
 		go func() {
