@@ -429,13 +429,12 @@ func (rt *Runtime) reportToCallers(ctx context.Context, ids []string) map[string
 	}
 	rt.atOnce(len(batches), func(i int) {
 		b := batches[i]
-		req := Request{Kind: KindCallback, InstanceID: b[0].CalleeID, Results: b}
-		if _, err := rt.call(ctx, b[0].Caller.SSF, req, "callback", store.Key{}); err != nil {
+		if err := rt.sendCallback(ctx, b[0].Caller.SSF, Request{Kind: KindCallback, InstanceID: b[0].CalleeID, Results: b}); err != nil {
 			ids := make([]string, len(b))
 			for j, r := range b {
 				ids[j] = r.CalleeID
 			}
-			fail(fmt.Errorf("callback to %s: %w", b[0].Caller.SSF, err), ids...)
+			fail(err, ids...)
 		}
 	})
 	return failed

@@ -885,11 +885,25 @@ func (rt *Runtime) removePending(ctx context.Context, id string) error {
 
 // callback reports a callee's result to its caller (at least once; the caller ignores repeats).
 func (rt *Runtime) callback(ctx context.Context, caller CallerRef, calleeID string, res Result) error {
-	req := Request{Kind: KindCallback, InstanceID: calleeID, Caller: &caller, Result: &res}
-	if _, err := rt.call(ctx, caller.SSF, req, "callback", store.Key{}); err != nil {
-		return fmt.Errorf("callback to %s: %w", caller.SSF, err)
+	return rt.sendCallback(ctx, caller.SSF, Request{Kind: KindCallback, InstanceID: calleeID, Caller: &caller, Result: &res})
+}
+
+// sendCallback sends a callback request, of one result or a batch, to the caller SSF.
+func (rt *Runtime) sendCallback(ctx context.Context, callerSSF string, req Request) error {
+	if _, err := rt.call(ctx, callerSSF, req, "callback", store.Key{}); err != nil {
+		return fmt.Errorf("callback to %s: %w", callerSSF, err)
 	}
 	return nil
+}
+
+// recordResults applies callbacks' updates: one conditional update for an acknowledgement or a
+// failure's report, a batch for the garbage collector's reports.
+func (rt *Runtime) recordResults(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	if len(ups) > 1 {
+		return rt.st.UpdateBatch(ctx, ups)
+	}
+	r, err := rt.st.Update(ctx, ups[0].Key, ups[0].Cond, ups[0].Update)
+	return []store.UpdateResult{r}, err
 }
 
 // handleCallback records callees' results in this SSF's invoke log (one, or a batch), each only
@@ -916,15 +930,8 @@ func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
 			Cond: store.Equal(store.Attr(attrCalleeID), r.CalleeID), Update: store.Update{store.SetAttr(store.Attr(attrResult), b)}}
 	}
 	rt.stats.callbacks.incBy(int64(len(results)))
-	var rs []store.UpdateResult
-	var err error
-	if len(ups) == 1 { // an acknowledgement or a failure's report: one conditional update
-		r, err := rt.st.Update(ctx, ups[0].Key, ups[0].Cond, ups[0].Update)
-		if err != nil {
-			return err
-		}
-		rs = []store.UpdateResult{r}
-	} else if rs, err = rt.st.UpdateBatch(ctx, ups); err != nil {
+	rs, err := rt.recordResults(ctx, ups)
+	if err != nil {
 		return err
 	}
 	for i, r := range rs {
