@@ -45,7 +45,11 @@ type Env struct {
 	// (flush), and with the done mark for reads after the last effect. Provenance's write
 	// records travel the same way.
 	unlogged []unloggedEntry
-	stepSpan trace.Span // the step being taken, when tracing records (traceStep)
+	// unwritten is the instance's intent creation while this execution has not written it
+	// (Runtime.deferredIntent): the first flush carries it, and a step that may write
+	// otherwise writes it first (begin).
+	unwritten *creation
+	stepSpan  trace.Span // the step being taken, when tracing records (traceStep)
 }
 
 // unloggedEntry is a read-log entry (value) or, for a write step, its provenance record, not
@@ -139,8 +143,22 @@ func (e *Env) alive() error {
 	return nil
 }
 
-// begin starts a step and returns its number.
+// errCreatedElsewhere: another execution wrote the intent of the instance this one ran before
+// writing it (Runtime.deferredIntent); this one starts over, replaying.
+var errCreatedElsewhere = fmt.Errorf("%w: another execution created the instance first", ErrDiverged)
+
+// begin starts a step and returns its number, writing the intent first if it is not yet
+// written: any step may act on the world, except those that call beginQueued.
 func (e *Env) begin() (int, error) {
+	if err := e.writeIntent(); err != nil {
+		return 0, err
+	}
+	return e.beginQueued()
+}
+
+// beginQueued starts a step that writes nothing but through a flush (flushTo, carryingFlush),
+// which carries the intent's creation if it is not yet written.
+func (e *Env) beginQueued() (int, error) {
 	if err := e.alive(); err != nil {
 		return 0, err
 	}
@@ -151,6 +169,50 @@ func (e *Env) begin() (int, error) {
 		e.stepSpan.SetAttributes(attribute.Int("ssf.step", s))
 	}
 	return s, nil
+}
+
+// writeIntent writes the intent's creation if this execution has not yet.
+func (e *Env) writeIntent() error {
+	if e.unwritten == nil {
+		return nil
+	}
+	if err := e.alive(); err != nil {
+		return err
+	}
+	rs, err := e.rt.st.UpdateBatch(e.ctx, e.unwritten.batch(false))
+	if err == nil {
+		_, err = e.checkCreated(rs)
+	}
+	if err != nil {
+		return e.fail(err)
+	}
+	e.unwritten = nil
+	return nil
+}
+
+// creationBatch is the unwritten intent's creation, for a flush to carry first; nil once written.
+func (e *Env) creationBatch() []store.BatchUpdate {
+	if e.unwritten == nil {
+		return nil
+	}
+	return e.unwritten.batch(false)
+}
+
+// checkCreated checks the results of a batch that began with creationBatch, and returns the
+// results after it.
+func (e *Env) checkCreated(rs []store.UpdateResult) ([]store.UpdateResult, error) {
+	if e.unwritten == nil {
+		return rs, nil
+	}
+	if !rs[1].Applied {
+		return nil, errCreatedElsewhere
+	}
+	return rs[2:], nil
+}
+
+// flushed records a flush that succeeded: kept is what stays queued, and the intent is written.
+func (e *Env) flushed(kept []unloggedEntry) {
+	e.unlogged, e.unwritten = kept, nil
 }
 
 // fail poisons the execution with an infrastructure error.
@@ -173,7 +235,7 @@ func (e *Env) Read(table, key string) (_ json.RawMessage, err error) {
 			return nil, err
 		}
 	}
-	step, err := e.begin()
+	step, err := e.beginQueued()
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +283,7 @@ func (e *Env) Write(table, key string, value any) (err error) {
 	if e.tx != nil {
 		return e.txWrite(table, key, val)
 	}
-	step, err := e.begin()
+	step, err := e.beginQueued()
 	if err != nil {
 		return err
 	}
@@ -246,7 +308,7 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (_ bool, 
 	if err != nil {
 		return false, err
 	}
-	step, err := e.begin()
+	step, err := e.beginQueued()
 	if err != nil {
 		return false, err
 	}
@@ -390,7 +452,7 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 // Now returns the time, logged so that a re-execution sees the same time.
 func (e *Env) Now() (_ time.Time, err error) {
 	defer e.traceStep("now")(&err)
-	step, err := e.begin()
+	step, err := e.beginQueued()
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -410,7 +472,7 @@ func (e *Env) Now() (_ time.Time, err error) {
 // Random returns a random uint64, logged so that a re-execution sees the same number.
 func (e *Env) Random() (_ uint64, err error) {
 	defer e.traceStep("random")(&err)
-	step, err := e.begin()
+	step, err := e.beginQueued()
 	if err != nil {
 		return 0, err
 	}
@@ -432,7 +494,7 @@ func (e *Env) Random() (_ uint64, err error) {
 // UUID returns a random UUID, logged so that a re-execution sees the same one.
 func (e *Env) UUID() (_ string, err error) {
 	defer e.traceStep("uuid")(&err)
-	step, err := e.begin()
+	step, err := e.beginQueued()
 	if err != nil {
 		return "", err
 	}
@@ -523,7 +585,7 @@ func (e *Env) flushing(all bool) error {
 	if err != nil {
 		return e.fail(err)
 	}
-	e.unlogged = kept
+	e.flushed(kept)
 	return nil
 }
 
@@ -539,11 +601,14 @@ func (u unloggedEntry) isRecord() bool { return u.event != nil && u.event.write 
 // itself: a transaction that rolls back (and may run again) must still have them.
 func (e *Env) flushTo(st *store.Table, all bool) (kept []unloggedEntry, err error) {
 	write, kept := e.toFlush(all)
-	if len(write) == 0 {
+	if len(write) == 0 && e.unwritten == nil {
 		return kept, nil
 	}
-	rs, err := st.UpdateBatch(e.ctx, e.logEntries(write))
+	rs, err := st.UpdateBatch(e.ctx, append(e.creationBatch(), e.logEntries(write)...))
 	if err != nil {
+		return nil, err
+	}
+	if rs, err = e.checkCreated(rs); err != nil {
 		return nil, err
 	}
 	return kept, e.checkFlushed(write, rs)
@@ -590,8 +655,8 @@ func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error
 	return nil
 }
 
-// carryingFlush returns st with the queued entries a flush writes (see toFlush) carried by the
-// transaction's first update, in one batch with it, so a store that sends a batch's statements
+// carryingFlush returns st with the queued entries a flush writes (see toFlush), after the
+// unwritten intent's creation if any, carried by the transaction's first update, in one batch with it, so a store that sends a batch's statements
 // together (pgstore) spends no round trip of their own on them; finish writes them if no
 // update carried them and checks their results. Only inside a store transaction: everything
 // commits together there, so the entries need not be written before the write they precede.
@@ -599,17 +664,21 @@ func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error
 // update applies, so the store may commit with it (store.FinalBatcher), entries or none.
 func (e *Env) carryingFlush(st *store.Table, all, last bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
 	write, kept := e.toFlush(all)
-	if len(write) == 0 && !last {
+	if len(write) == 0 && !last && e.unwritten == nil {
 		return st, func() ([]unloggedEntry, error) { return kept, nil }
 	}
-	c := &flushCarrier{Driver: st.Driver(), entries: e.logEntries(write), last: last}
+	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), last: last}
 	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
 		if !c.carried && len(c.entries) > 0 {
 			if _, err := c.carry(e.ctx, nil, false); err != nil {
 				return nil, err
 			}
 		}
-		return kept, e.checkFlushed(write, c.results)
+		rs, err := e.checkCreated(c.results)
+		if err != nil {
+			return nil, err
+		}
+		return kept, e.checkFlushed(write, rs)
 	}
 }
 
@@ -735,7 +804,7 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 	if err != nil {
 		return daalOutcome{}, e.fail(err)
 	}
-	e.unlogged = kept
+	e.flushed(kept)
 	if rec := w.record; rec != nil && (out.applied || !w.txValue) { // a transaction's write records what it keeps
 		if w.commitTxValue && !e.committedValue(rec, out) {
 			return out, nil // the commit wrote no value: a release, not a write

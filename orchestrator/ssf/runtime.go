@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -331,11 +332,12 @@ type intent struct {
 	builtin string     // the runtime handler to run instead of the SSF's
 	// heldIndex: the finished-index entry was written at creation (holderRetries)
 	heldIndex bool
-	collected int64  // when the GC collected the instance; the intent is a tombstone since
-	expired   int64  // when the tombstone's result was dropped (KeyRetention); 0: kept
-	hasResult bool   // the result is recorded (a tombstone keeps it)
-	inputHash string // digest of the input the instance was created with ("" before digests were kept)
-	trace     string // W3C traceparent of the step that invoked the instance (Request.Trace)
+	collected int64     // when the GC collected the instance; the intent is a tombstone since
+	expired   int64     // when the tombstone's result was dropped (KeyRetention); 0: kept
+	hasResult bool      // the result is recorded (a tombstone keeps it)
+	inputHash string    // digest of the input the instance was created with ("" before digests were kept)
+	trace     string    // W3C traceparent of the step that invoked the instance (Request.Trace)
+	unwritten *creation // the intent's creation, while only this execution has it (deferredIntent)
 }
 
 // inputDigest names an input by its content: JSON equal up to whitespace and key order gives
@@ -443,7 +445,8 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	heldIndex := rt.holderRetries(req)
 	if !heldIndex && (!req.Fresh || req.Sent != 0) {
 		// Most requests for an existing instance are re-executions and callbacks' re-sends: one
-		// read, and no index write, serves them.
+		// read, and no index write, serves them. On the held path the creation is attempted
+		// first: a retried activity finds its intent in the failed condition's answer.
 		a, found, err := rt.st.Get(ctx, key)
 		if err != nil {
 			return nil, false, err
@@ -457,18 +460,83 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 		return nil, false, fmt.Errorf("%w: SSF %s: a start of instance %s, which has no intent (never created, or forgotten after its key retention): nothing to run",
 			ErrBadInput, rt.cfg.Name, req.InstanceID)
 	}
-	if len(req.Input) > 0 && !json.Valid(req.Input) {
-		return nil, false, fmt.Errorf("%w: SSF %s: input of instance %s is not valid JSON", ErrBadInput, rt.cfg.Name, req.InstanceID)
-	}
-	if err := checkInputSize(rt.cfg.Name, req.Input); err != nil {
+	creation, err := rt.intentCreation(ctx, f, req)
+	if err != nil {
 		return nil, false, err
 	}
+	rs, err := rt.st.UpdateBatch(ctx, creation.batch(false))
+	if err != nil {
+		return nil, false, err
+	}
+	if !rs[1].Applied && rs[1].Attrs[attrVoid] != nil {
+		return nil, false, errVoided
+	}
+	in, err = decodeIntent(req.InstanceID, rs[1].Attrs)
+	return in, rs[1].Applied, err
+}
+
+// deferredIntent is the intent of a new instance that a synchronous call just named
+// (Request.Fresh): this execution runs it without writing the intent first, and writes the
+// creation with its first write, in the same store transaction where the store has them (one
+// commit less per call). Until then nothing of the instance is durable, and nothing needs to
+// be: its caller re-sends the call until it is answered. Its creation may find the intent
+// written by another execution (a re-sent call, which reads first and creates it at once):
+// then this one lost, and starts over replaying (errCreatedElsewhere). The execution started
+// before any other that might create the intent finished, so the fence keeps its creation
+// from landing after the instance was collected.
+func (rt *Runtime) deferredIntent(ctx context.Context, f *fence, req Request) (*intent, error) {
+	c, err := rt.intentCreation(ctx, f, req)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := c.batch(false)[1].Update.Apply(nil)
+	if err != nil {
+		return nil, err
+	}
+	in, err := decodeIntent(req.InstanceID, attrs)
+	if err != nil {
+		return nil, err
+	}
+	in.unwritten = c
+	return in, nil
+}
+
+// defersIntent reports whether a request's instance may run before its intent is written
+// (deferredIntent): a synchronous call's fresh instance, which holds no locks (no transaction,
+// no built-in) and is not on the held path.
+func (rt *Runtime) defersIntent(req Request) bool {
+	return req.Fresh && req.Sent == 0 && req.Caller != nil && !req.Async && req.Tx == nil && req.Builtin == "" && !rt.holderRetries(req)
+}
+
+// creation is a new instance's intent and index entry, not yet written.
+type creation struct {
+	index  store.BatchUpdate
+	intent store.BatchUpdate // without the done flag
+}
+
+// batch is the creation as a batch: the index entry first (batches apply in order where they
+// are not atomic: an intent that exists is always findable by the collectors), then the intent,
+// with the done flag.
+func (c *creation) batch(done bool) []store.BatchUpdate {
+	in := c.intent
+	in.Update = append(slices.Clip(in.Update), store.SetAttr(store.Attr(attrDone), done))
+	return []store.BatchUpdate{c.index, in}
+}
+
+// intentCreation validates a new instance's request and builds its creation.
+func (rt *Runtime) intentCreation(ctx context.Context, f *fence, req Request) (*creation, error) {
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return nil, fmt.Errorf("%w: SSF %s: input of instance %s is not valid JSON", ErrBadInput, rt.cfg.Name, req.InstanceID)
+	}
+	if err := checkInputSize(rt.cfg.Name, req.Input); err != nil {
+		return nil, err
+	}
+	heldIndex := rt.holderRetries(req)
 	now := rt.now()
 	upd := store.Update{
 		store.SetAttr(store.Attr(attrArgs), []byte(orNull(req.Input))),
 		store.SetAttr(store.Attr(attrInputHash), inputDigest(req.Input)),
 		store.SetAttr(store.Attr(attrAsync), req.Async),
-		store.SetAttr(store.Attr(attrDone), false),
 		store.SetAttr(store.Attr(attrStart), now),
 	}
 	if req.Holder != "" {
@@ -489,7 +557,7 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	}
 	if req.Builtin != "" {
 		if req.Builtin != builtinTxEnd {
-			return nil, false, fmt.Errorf("%w: SSF %s: unknown built-in handler %q", ErrBadInput, rt.cfg.Name, req.Builtin)
+			return nil, fmt.Errorf("%w: SSF %s: unknown built-in handler %q", ErrBadInput, rt.cfg.Name, req.Builtin)
 		}
 		upd = append(upd, store.SetAttr(store.Attr(attrBuiltin), req.Builtin))
 	}
@@ -508,21 +576,10 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 		index = store.BatchUpdate{Key: finishedKey(rt.cfg.IndexShards, req.InstanceID), Cond: store.Always(),
 			Update: store.Update{store.SetAttr(store.Attr(attrHolder), req.Holder), store.RemoveAttr(store.Attr(attrFinishTime))}}
 	}
-	// The index entry comes first (batches apply in order where they are not atomic): an
-	// intent that exists is always findable by the collectors. On the held path the creation
-	// is attempted first: a retried activity finds its intent in the failed condition's answer.
 	// A void the intent collector left is replaced only by an execution that started after it.
 	upd = append(upd, store.RemoveAttr(store.Attr(attrVoid)))
 	create := store.Or(store.RowAbsent(), store.Compare(store.Attr(attrVoid), store.Lt, f.started.UnixNano()))
-	rs, err := rt.st.UpdateBatch(ctx, []store.BatchUpdate{index, {Key: key, Cond: create, Update: upd}})
-	if err != nil {
-		return nil, false, err
-	}
-	if !rs[1].Applied && rs[1].Attrs[attrVoid] != nil {
-		return nil, false, errVoided
-	}
-	in, err = decodeIntent(req.InstanceID, rs[1].Attrs)
-	return in, rs[1].Applied, err
+	return &creation{index: index, intent: store.BatchUpdate{Key: intentKey(req.InstanceID), Cond: create, Update: upd}}, nil
 }
 
 // holderRetries reports whether a new instance's holder retries it until it finishes (a
@@ -568,7 +625,14 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 		// unfinished started before it finished, so it is fenced off T before the garbage
 		// collector may remove the instance's logs.
 		fctx, f := rt.startFence(ctx, req.Deadline)
-		in, created, err := rt.ensureIntent(fctx, f, req)
+		var in *intent
+		created := true
+		var err error
+		if rt.defersIntent(req) {
+			in, err = rt.deferredIntent(fctx, f, req)
+		} else {
+			in, created, err = rt.ensureIntent(fctx, f, req)
+		}
 		if errors.Is(err, errVoided) && attempt < maxStartOvers {
 			continue
 		}
@@ -602,6 +666,7 @@ func (rt *Runtime) handleInvoke(ctx context.Context, req Request) (Result, error
 			// Another execution logged a different value for a step this one used: start over
 			// as a replay of the log, so this delivery still answers with the one result.
 			rt.log.Debug("execution diverged; replaying the log", "instance", in.id, "attempt", attempt)
+			req.Fresh = false // the intent exists now (errCreatedElsewhere): read it
 			continue
 		}
 		return res, err
@@ -686,7 +751,8 @@ func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool
 	if replaying {
 		rt.stats.reexecutions.inc()
 	}
-	env := &Env{rt: rt, ctx: ctx, id: in.id, incarnation: in.incarnation(), replaying: replaying, fence: f, start: in.start}
+	env := &Env{rt: rt, ctx: ctx, id: in.id, incarnation: in.incarnation(), replaying: replaying, fence: f, start: in.start,
+		unwritten: in.unwritten}
 	if in.tx != nil {
 		env.tx = &txState{ctx: *in.tx, locked: map[string]bool{}}
 	}
@@ -769,7 +835,25 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 	if rt.capturing() {
 		done = append(done, store.SetAttr(store.Attr(attrFinished), rt.now()))
 	}
-	batch := []store.BatchUpdate{{Key: intentKey(in.id), Cond: store.Equal(store.Attr(attrDone), false), Update: done}}
+	// On a store with transactions the pending-index entry goes in the same commit.
+	oneCommit := rt.transactional()
+	pendingInCommit := oneCommit && !in.heldIndex
+	// An intent not yet written (deferredIntent) is created done, straight into the finished
+	// index, in one commit where the store has transactions; elsewhere it is written first, so
+	// that the done mark never applies to an intent another execution created.
+	createDone := env.unwritten != nil && oneCommit
+	if env.unwritten != nil && !oneCommit {
+		if err := env.writeIntent(); err != nil {
+			return Result{}, err
+		}
+	}
+	mark := store.BatchUpdate{Key: intentKey(in.id), Cond: store.Equal(store.Attr(attrDone), false), Update: done}
+	if createDone {
+		mark = env.unwritten.intent
+		mark.Update = append(slices.Clip(mark.Update), done...)
+		env.unwritten = nil // the execution ends with this commit, or fails
+	}
+	batch := []store.BatchUpdate{mark}
 	if !in.heldIndex {
 		batch = append(batch, rt.finishedEntry(in))
 	}
@@ -783,9 +867,6 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		records++
 	}
 	var rs []store.UpdateResult
-	// On a store with transactions the pending-index entry goes in the same commit.
-	oneCommit := rt.transactional()
-	pendingInCommit := oneCommit && !in.heldIndex
 	if records >= 0 && !oneCommit {
 		ups := make([]store.BatchUpdate, 0, records+len(batch))
 		for _, u := range env.unlogged {
@@ -808,17 +889,22 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 			// transaction, so that a store that remembers what its transaction read (pgstore)
 			// can send the done mark as a compare-and-swap, with the entries, the finished
 			// entry and the commit, in one request (store.FinalBatcher).
-			if pendingInCommit {
+			if pendingInCommit && !createDone {
 				if _, err = st.Delete(env.ctx, pendingKey(rt.cfg.IndexShards, in.id), store.Always()); err != nil {
 					return err
 				}
 			}
-			if _, _, err = st.Get(env.ctx, intentKey(in.id)); err != nil {
-				return err
+			if !createDone {
+				if _, _, err = st.Get(env.ctx, intentKey(in.id)); err != nil {
+					return err
+				}
 			}
 			carrying, finish := env.carryingFlush(st, true, true)
 			if rs, err = carrying.UpdateBatch(env.ctx, batch); err != nil {
 				return err
+			}
+			if createDone && !rs[0].Applied {
+				return errCreatedElsewhere // rolls back the entries carried with it
 			}
 			_, err = finish()
 			return err

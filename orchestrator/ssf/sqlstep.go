@@ -191,7 +191,7 @@ func (e *Env) sqlStep(readOnly bool, fn func(ctx context.Context, tx *store.SQLT
 		if err != nil {
 			return nil, e.fail(err)
 		}
-		e.unlogged = kept
+		e.flushed(kept)
 		if logged != nil {
 			return e.loggedSQL(step, logged)
 		}
@@ -199,7 +199,7 @@ func (e *Env) sqlStep(readOnly bool, fn func(ctx context.Context, tx *store.SQLT
 	case err != nil:
 		return nil, e.fail(err)
 	}
-	e.unlogged = kept
+	e.flushed(kept)
 	return oc.result()
 }
 

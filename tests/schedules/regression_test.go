@@ -1,6 +1,8 @@
 package schedules
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -79,6 +81,47 @@ var regressions = []regression{
 	{"6-paused-after-intent-read", pausedAfterIntentReadScenario, func() []Step {
 		return []Step{{Exec: 0, Until: at("scan", "d|t|n", false)}, {Exec: 1, Until: at("get", "i|", true)}, {Exec: 0}, {Event: "later"}, {Event: "pause+gc"}, {Exec: 1}}
 	}, false},
+	// A called instance runs before its intent is written (ssf's deferredIntent); it pauses
+	// before its first write, and the caller's duplicate calls it again, which writes the
+	// intent and pauses before done. The first must lose its creation and replay, not commit
+	// its done mark over the other's intent (on PostgreSQL, created done in one commit).
+	{"8-deferred-creation-loses", deferredCreationScenario, func() []Step {
+		return []Step{{Exec: 0, Until: calleeWrite(false)}, {Exec: 1, Until: calleeWrite(true)}, {Exec: 0}, {Exec: 1}}
+	}, false},
+}
+
+// calleeWrite holds at a write request of the SSF "callee", before or after it.
+func calleeWrite(after bool) func(ssf.FaultPoint) bool {
+	return func(p ssf.FaultPoint) bool {
+		return p.SSF == "callee" && p.After == after && (p.Op == "batch" || p.Op == "update")
+	}
+}
+
+func deferredCreationScenario() Scenario {
+	return Scenario{Name: "deferred-creation", Setup: setup(map[string]any{"t/k": 1}),
+		SSFs: map[string]ssf.Handler{
+			App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
+				v, err := readInt(env, "t", "k")
+				if err != nil {
+					return nil, err
+				}
+				return env.SyncInvoke("callee", v)
+			},
+			"callee": func(env *ssf.Env, in json.RawMessage) (any, error) {
+				var v int
+				if err := json.Unmarshal(in, &v); err != nil {
+					return nil, err
+				}
+				w, err := readInt(env, "t", "w")
+				return 10*v + w, err
+			}},
+		Executions: duplicates(2, ssf.Request{}),
+		Check: func(w *World, o Outcome) error {
+			if v, err := resultInt(o); err != nil || v != 10 {
+				return fmt.Errorf("result %d (%v), want 10", v, err)
+			}
+			return nil
+		}}
 }
 
 func TestRegressionSchedulesOnEveryStore(t *testing.T) {

@@ -720,10 +720,10 @@ var errFinalRefused = errors.New("pgstore: an update of the transaction's final 
 
 // UpdateBatchFinal implements store.FinalBatcher. When every update is one statement whose
 // outcome the transaction already knows (a swap of a row its scan read, the condition holding
-// there, or the creation of a row it did not read) and one is a swap, they go in one round trip
-// with the COMMIT: each INSERT without ON CONFLICT and each swap made to fail when it matches no
-// row, so that the server aborts the transaction, and the COMMIT with it, unless every update
-// applied as planned (errFinalRefused then runs the function again, without this path).
+// there, or the creation of a row it did not read), they go in one round trip with the COMMIT:
+// each INSERT without ON CONFLICT and each swap made to fail when it matches no row, so that
+// the server aborts the transaction, and the COMMIT with it, unless every update applied as
+// planned (errFinalRefused then runs the function again, without this path).
 // Otherwise it is UpdateBatch.
 func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, bool, error) {
 	for _, u := range ups {
@@ -732,7 +732,7 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 		}
 	}
 	rs := make([]store.UpdateResult, len(ups))
-	stmts, swaps := make([]statement, 0, len(ups)+1), 0
+	stmts := make([]statement, 0, len(ups)+1)
 	keys := make(map[store.Key]bool, len(ups))
 	for i, u := range ups {
 		p, ok := t.planOne(u)
@@ -745,12 +745,11 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 			swap := t.d.swap(u.Key, p.old, p.blob)
 			swap.sql = `WITH swapped AS (` + swap.sql + ` RETURNING 1) SELECT 1 / count(*) FROM swapped`
 			stmts = append(stmts, swap)
-			swaps++
 		} else {
 			stmts = append(stmts, t.d.insert(u.Key, p.blob, false))
 		}
 	}
-	if !t.commitsEarly || swaps == 0 || len(stmts) != len(ups) {
+	if !t.commitsEarly || len(stmts) == 0 || len(stmts) != len(ups) {
 		rs, err := t.updateAll(ctx, ups)
 		return rs, false, t.d.wrap(ctx, err)
 	}

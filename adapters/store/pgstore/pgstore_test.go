@@ -309,6 +309,39 @@ func TestBatchOfCreations(t *testing.T) {
 	}
 }
 
+// A final batch of creations only (a called instance's intent created done, with its index
+// entry and log entries) commits in the same round trip too; one that meets an existing row
+// aborts the attempt, and the next decides on the rows as they are.
+func TestFinalBatchOfCreationsCommitsWithThem(t *testing.T) {
+	ctx := context.Background()
+	d, statements := countedTable(t, "final_creations")
+	v := func(n int64) store.Update { return store.Update{store.SetAttr(store.Path{"v"}, n)} }
+	intent, index := store.Key{Partition: "i", Sort: "intent"}, store.Key{Partition: "f", Sort: "1"}
+	run := func(n int64) (rs []store.UpdateResult, committed bool, attempts int, err error) {
+		err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+			attempts++
+			rs, committed, err = tx.(store.FinalBatcher).UpdateBatchFinal(ctx, []store.BatchUpdate{
+				{Key: intent, Cond: store.RowAbsent(), Update: v(n)},
+				{Key: index, Cond: store.Always(), Update: v(n)},
+			})
+			return err
+		})
+		return rs, committed, attempts, err
+	}
+	before := statements()
+	rs, committed, attempts, err := run(1)
+	if err != nil || !committed || attempts != 1 || !rs[0].Applied || !rs[1].Applied {
+		t.Fatalf("creations: %+v committed %v after %d attempts, %v", rs, committed, attempts, err)
+	}
+	if got := statements() - before; got != 4 { // BEGIN, the two INSERTs, COMMIT
+		t.Errorf("creations: %d statements, want 4", got)
+	}
+	rs, committed, attempts, err = run(2)
+	if err != nil || committed || attempts != 2 || rs[0].Applied || rs[0].Attrs["v"] != int64(1) || !rs[1].Applied {
+		t.Fatalf("creations over an existing intent: %+v committed %v after %d attempts, %v; want the intent refused and two attempts", rs, committed, attempts, err)
+	}
+}
+
 // A row the transaction read with Get is swapped like a scanned one: the runtime's done mark
 // reads its intent in the transaction so that it, the index entries and the COMMIT go in one
 // final batch; a row changed after the Get aborts that batch, and the next attempt decides.
