@@ -496,7 +496,7 @@ func (rt *Runtime) toReport(ctx context.Context, id string) (CalleeResult, bool,
 	if in.caller == nil || in.async || !in.done || !in.hasResult || in.collected != 0 {
 		return CalleeResult{}, false, nil
 	}
-	return CalleeResult{CalleeID: id, Caller: *in.caller, Result: in.result}, true, nil
+	return CalleeResult{CalleeID: id, Callee: rt.cfg.Name, Caller: *in.caller, Result: in.result}, true, nil
 }
 
 // tombstone turns an intent into the record that its instance was collected at now: done,

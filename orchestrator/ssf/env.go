@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,7 +66,8 @@ type unloggedEntry struct {
 	// txRecord, if set, makes the entry not a log entry but a note in a transaction's record
 	// (Env.record), idempotent, at this key.
 	txRecord *store.Key
-	at       int64 // when it was taken, for provenance (entries without an event)
+	call     *callRecord // if set, the entry is the invoke-log entry of a derived call
+	at       int64       // when it was taken, for provenance (entries without an event)
 }
 
 // dataEvent is what a step did to an item, kept for provenance in the step's log entry: in the
@@ -421,6 +423,9 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 		return loggedCall{}, err
 	}
 	logRow := invokeLogKey(e.id, step)
+	if tx == nil && builtin == "" && !async {
+		return e.derivedCall(callee, in, step, logRow)
+	}
 	entry := store.Update{
 		store.SetAttr(store.Attr(attrKind), "invoke"),
 		store.SetAttr(store.Attr(attrCallee), callee),
@@ -448,6 +453,64 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx), Fresh: r.Applied}
 	return loggedCall{callee: callee, logRow: logRow, req: req}, nil
 }
+
+// derivedCall is a synchronous call outside transactions, whose callee instance is named by
+// the call itself (calledInstanceID): every execution of this step sends the same id, so
+// nothing needs to be written before the call (Beldi logs a drawn id first: one commit per
+// call). The callee answers with the result that stands, from its done intent or tombstone
+// when asked again; its garbage collector calls the result back into this step's invoke-log
+// entry before it forgets the instance, creating the entry while this instance is unfinished
+// (handleCallback). So only a re-executing execution looks for the entry, and only the
+// execution that created this instance's intent (the one that is not replaying, which reaches
+// this step at most once) tells the callee that the instance is new (Request.Fresh); every
+// other one started after the intent existed and may follow another that called already. The
+// creator needs no look: a result is called back only after the callee was done for T, and
+// the callee was called after the creator started, which fences it by then.
+func (e *Env) derivedCall(callee string, in []byte, step int, logRow store.Key) (loggedCall, error) {
+	calleeID := calledInstanceID(e.rt.cfg.Name, e.id, e.incarnation, step, callee)
+	found := false
+	if e.replaying {
+		a, ok, err := e.rt.st.Get(e.ctx, logRow)
+		if err != nil {
+			return loggedCall{}, e.fail(err)
+		}
+		if found = ok; found {
+			if c, named := a[attrCallee].(string); named && c != callee {
+				return loggedCall{}, e.fail(fmt.Errorf("%w: step %d of instance %s invoked %v before, %s now: the handler is not deterministic", ErrCorrupt, step, e.id, c, callee))
+			}
+			if id, _ := a[attrCalleeID].(string); id != "" {
+				calleeID = id // drawn by an execution from before ids were derived
+			}
+			if logged, ok := a[attrResult].([]byte); ok {
+				var res Result
+				if err := json.Unmarshal(logged, &res); err != nil {
+					return loggedCall{}, e.fail(fmt.Errorf("%w: invoke log %s: %v", ErrCorrupt, logRow, err))
+				}
+				return loggedCall{callee: callee, logRow: logRow, result: &res}, nil
+			}
+		}
+	}
+	if e.rt.capturing() && !found {
+		// Provenance's record of the call, written with the next batch of log entries.
+		e.unlogged = append(e.unlogged, unloggedEntry{step: step, call: &callRecord{callee: callee, calleeID: calleeID}, at: e.rt.now()})
+	}
+	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in,
+		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx), Fresh: !e.replaying}
+	return loggedCall{callee: callee, logRow: logRow, req: req}, nil
+}
+
+// calledInstanceID names the callee instance of a synchronous call outside transactions: the
+// caller's SSF, instance and incarnation (an id reused after collection calls new instances),
+// the step and the callee.
+func calledInstanceID(caller, id, incarnation string, step int, callee string) string {
+	return uuid.NewSHA1(calledInstanceNamespace, []byte(strings.Join([]string{caller, id, incarnation, strconv.Itoa(step), callee}, "\x00"))).String()
+}
+
+// calledInstanceNamespace is the name space of calledInstanceID's version-5 UUIDs.
+var calledInstanceNamespace = uuid.MustParse("6f0c2d4e-58a1-4b6e-9d0f-3c7a1e2b5d84")
+
+// callRecord is provenance's record of a derived call (an invoke-log entry written late).
+type callRecord struct{ callee, calleeID string }
 
 // Now returns the time, logged so that a re-execution sees the same time.
 func (e *Env) Now() (_ time.Time, err error) {
@@ -594,7 +657,7 @@ const maxQueuedRecords = 32
 
 // isRecord reports whether an entry is provenance's record of a write, which no effect depends
 // on: it may wait for the done mark, which takes it in its own batch.
-func (u unloggedEntry) isRecord() bool { return u.event != nil && u.event.write }
+func (u unloggedEntry) isRecord() bool { return (u.event != nil && u.event.write) || u.call != nil }
 
 // flushTo writes the queued read-log entries to st (with the write records, if all, or if
 // maxQueuedRecords of them wait) and returns the entries it left queued. It keeps the queue
@@ -735,6 +798,11 @@ func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last 
 func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 	if r.txRecord != nil {
 		return store.BatchUpdate{Key: *r.txRecord, Cond: store.Always(), Update: store.Update{store.SetAttr(store.Attr(attrKind), "tx")}}
+	}
+	if c := r.call; c != nil {
+		return store.BatchUpdate{Key: invokeLogKey(e.id, r.step), Cond: store.RowAbsent(), Update: store.Update{
+			store.SetAttr(store.Attr(attrKind), "invoke"), store.SetAttr(store.Attr(attrCallee), c.callee),
+			store.SetAttr(store.Attr(attrCalleeID), c.calleeID), store.SetAttr(store.Attr(attrAt), r.at)}}
 	}
 	key, kind := readLogKey(e.id, r.step), "read"
 	switch {

@@ -238,29 +238,50 @@ func TestSpuriousCallbackIgnored(t *testing.T) {
 	}
 }
 
-// A batch of callbacks records each result in its own entry; one for an entry that does not
-// exist is spurious, one without ids is refused.
+// A batch of callbacks records each result in its own entry, created for a caller that is
+// unfinished (its call named the callee instance without writing an entry); one for a finished
+// or unknown caller is spurious; one without ids is refused.
 func TestCallbackBatch(t *testing.T) {
 	h := local.NewHost()
 	defer h.Close()
-	var calleeID string
-	add(t, h, "callee", 4, func(env *ssf.Env, in json.RawMessage) (any, error) { calleeID = env.InstanceID(); return in, nil })
+	calleeIDs := map[string]string{}
+	var mu sync.Mutex
+	add(t, h, "callee", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calleeIDs[string(in)] = env.InstanceID()
+		return in, nil
+	})
 	rt := add(t, h, "caller", 4, func(env *ssf.Env, in json.RawMessage) (any, error) {
-		return env.SyncInvoke("callee", in)
+		out, err := env.SyncInvoke("callee", in)
+		if err == nil && string(in) == "7" {
+			return nil, env.Stop(errors.New("not finished yet"))
+		}
+		return out, err
 	})
 	ctx := context.Background()
-	if _, err := h.Invoke(ctx, "caller", "c1", 7); err != nil {
+	if _, err := h.Invoke(ctx, "caller", "c1", 7); !errors.Is(err, ssf.ErrStopped) {
+		t.Fatalf("the unfinished caller: %v, want ErrStopped", err)
+	}
+	if _, err := h.Invoke(ctx, "caller", "c2", 8); err != nil {
 		t.Fatal(err)
 	}
-	batch := ssf.Request{Kind: ssf.KindCallback, InstanceID: calleeID, Results: []ssf.CalleeResult{
-		{CalleeID: calleeID, Caller: ssf.CallerRef{SSF: "caller", InstanceID: "c1", Step: 0}, Result: ssf.Result{Output: json.RawMessage(`7`)}},
+	batch := ssf.Request{Kind: ssf.KindCallback, InstanceID: calleeIDs["7"], Results: []ssf.CalleeResult{
+		{CalleeID: calleeIDs["7"], Callee: "callee", Caller: ssf.CallerRef{SSF: "caller", InstanceID: "c1", Step: 0}, Result: ssf.Result{Output: json.RawMessage(`7`)}},
+		{CalleeID: calleeIDs["8"], Callee: "callee", Caller: ssf.CallerRef{SSF: "caller", InstanceID: "c2", Step: 0}, Result: ssf.Result{Output: json.RawMessage(`8`)}},
 		{CalleeID: "other", Caller: ssf.CallerRef{SSF: "caller", InstanceID: "gone", Step: 3}, Result: ssf.Result{Output: json.RawMessage(`1`)}},
 	}}
 	if _, err := rt.Handle(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	if st := rt.Stats(); st.Callbacks != 2 || st.SpuriousCallbacks != 1 {
-		t.Fatalf("stats %+v, want 2 callbacks, 1 spurious", st)
+	if st := rt.Stats(); st.Callbacks != 3 || st.SpuriousCallbacks != 2 {
+		t.Fatalf("stats %+v, want 3 callbacks, 2 spurious", st)
+	}
+	for id, want := range map[string]int{"c1": 1, "c2": 0} {
+		rec, _, err := rt.Steps(ctx, id)
+		if err != nil || len(rec.Calls) != want || (want == 1 && (rec.Calls[0].CalleeID != calleeIDs["7"] || rec.Calls[0].Callee != "callee")) {
+			t.Fatalf("%s's invoke log: %+v %v, want %d entries naming the callee", id, rec.Calls, err, want)
+		}
 	}
 	batch.Results[1].CalleeID = ""
 	if _, err := rt.Handle(ctx, batch); !errors.Is(err, ssf.ErrBadInput) {
@@ -1012,6 +1033,7 @@ func TestCollectorCallsBackSideBySide(t *testing.T) {
 	callee := addConfig(t, h, ssf.Config{Name: "callee", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Faults: r, Logger: quiet,
 		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) { return in, nil }})
 	for name, calls := range callers {
+		// Unfinished callers: each callback creates its entry.
 		addConfig(t, h, ssf.Config{Name: name, Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c, Logger: quiet,
 			Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
 				for i := range calls {
@@ -1019,10 +1041,10 @@ func TestCollectorCallsBackSideBySide(t *testing.T) {
 						return nil, err
 					}
 				}
-				return nil, nil
+				return nil, env.Stop(errors.New("not finished yet"))
 			}})
-		if _, err := h.Invoke(context.Background(), name, "i1", nil); err != nil {
-			t.Fatal(err)
+		if _, err := h.Invoke(context.Background(), name, "i1", nil); !errors.Is(err, ssf.ErrStopped) {
+			t.Fatalf("caller %s: %v, want ErrStopped", name, err)
 		}
 	}
 	c.Advance(bound + time.Second)
@@ -1039,5 +1061,49 @@ func TestCollectorCallsBackSideBySide(t *testing.T) {
 		if st := rt.Stats(); st.Callbacks != int64(calls) || st.SpuriousCallbacks != 0 {
 			t.Fatalf("caller %s got %d callbacks (%d spurious), want %d", name, st.Callbacks, st.SpuriousCallbacks, calls)
 		}
+	}
+}
+
+// A caller instance id reused after it was forgotten is a new incarnation, whose calls name new
+// callee instances: a callee that still remembers the old call (it keeps answers longer) must
+// not answer the new call with the old result.
+func TestReusedCallerIDCallsANewCallee(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	callee := addConfig(t, h, ssf.Config{Name: "callee", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c,
+		KeyRetention: 10 * time.Hour, ExpiredKeyRetention: 100 * time.Hour,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			var runs int
+			if _, err := env.ReadInto("t", "runs", &runs); err != nil {
+				return nil, err
+			}
+			return in, env.Write("t", "runs", runs+1)
+		}})
+	caller := addConfig(t, h, ssf.Config{Name: "caller", Store: newTable(), Lifetime: lifetime, GCBound: bound, Clock: c,
+		KeyRetention: time.Hour, ExpiredKeyRetention: time.Hour,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) { return env.SyncInvoke("callee", in) }})
+	ctx := context.Background()
+	if _, err := h.Invoke(ctx, "caller", "c1", 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // stamp, then collect
+		c.Advance(bound + time.Second)
+		gc(t, callee)
+		gc(t, caller)
+	}
+	for range 2 { // the caller's answer expires, then its id is forgotten
+		c.Advance(time.Hour + time.Second)
+		gc(t, caller)
+	}
+	if st, err := caller.Intent(ctx, "c1"); err != nil || st.Exists {
+		t.Fatalf("the caller's id is still known: %+v %v", st, err)
+	}
+	if _, err := h.Invoke(ctx, "caller", "c1", 1); err != nil {
+		t.Fatal(err)
+	}
+	items, err := callee.Items(ctx)
+	if err != nil || string(items["t/runs"]) != "2" {
+		t.Fatalf("the callee ran %s times (%v) for two incarnations of the caller, want 2", items["t/runs"], err)
 	}
 }

@@ -992,10 +992,66 @@ func (rt *Runtime) recordResults(ctx context.Context, ups []store.BatchUpdate) (
 	return []store.UpdateResult{r}, err
 }
 
+// createEntries creates the invoke-log entries of the results whose entry was absent (rs: the
+// results of recording them), for callers whose intent says they are unfinished, and updates rs.
+// The creation is conditional too: an entry written meanwhile (provenance's record of the call,
+// or a duplicate callback) must name the same callee instance.
+func (rt *Runtime) createEntries(ctx context.Context, results []CalleeResult, rs []store.UpdateResult) error {
+	var ups []store.BatchUpdate
+	var which []int
+	unfinished := map[string]bool{}
+	for i, r := range rs {
+		if r.Applied || len(r.Attrs) > 0 {
+			continue
+		}
+		caller := results[i].Caller.InstanceID
+		open, seen := unfinished[caller]
+		if !seen {
+			a, found, err := rt.st.Get(ctx, intentKey(caller))
+			if err != nil {
+				return err
+			}
+			done, _ := a[attrDone].(bool)
+			open = found && !done && a[attrCollected] == nil && a[attrVoid] == nil
+			unfinished[caller] = open
+		}
+		if !open {
+			continue
+		}
+		b, err := json.Marshal(results[i].Result)
+		if err != nil {
+			return err
+		}
+		upd := store.Update{store.SetAttr(store.Attr(attrKind), "invoke"), store.SetAttr(store.Attr(attrCalleeID), results[i].CalleeID),
+			store.SetAttr(store.Attr(attrResult), b)}
+		if results[i].Callee != "" {
+			upd = append(upd, store.SetAttr(store.Attr(attrCallee), results[i].Callee))
+		}
+		ups = append(ups, store.BatchUpdate{Key: invokeLogKey(caller, results[i].Caller.Step),
+			Cond: store.Or(store.RowAbsent(), store.Equal(store.Attr(attrCalleeID), results[i].CalleeID)), Update: upd})
+		which = append(which, i)
+	}
+	if len(ups) == 0 {
+		return nil
+	}
+	created, err := rt.recordResults(ctx, ups)
+	if err != nil {
+		return err
+	}
+	for k, i := range which {
+		rs[i] = created[k]
+	}
+	return nil
+}
+
 // handleCallback records callees' results in this SSF's invoke log (one, or a batch), each only
-// in the entry that invoked that very callee; a callback for an entry the GC already removed is
-// spurious (the caller finished long ago) and is ignored.
+// in the entry that invoked that very callee. A derived call (Env.derivedCall) may have no
+// entry: one is created while the caller is unfinished (absentEntries). A callback for an
+// entry the GC already removed, or for a finished caller, is spurious and ignored.
 func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
+	// Fenced like an execution: an entry created for a caller seen unfinished lands within
+	// the lifetime, before the caller can be done for T and collected (no orphan entry).
+	ctx, _ = rt.startFence(ctx, 0)
 	results := req.Results
 	if req.Caller != nil && req.Result != nil {
 		results = append(results, CalleeResult{CalleeID: req.InstanceID, Caller: *req.Caller, Result: *req.Result})
@@ -1018,6 +1074,9 @@ func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
 	rt.stats.callbacks.incBy(int64(len(results)))
 	rs, err := rt.recordResults(ctx, ups)
 	if err != nil {
+		return err
+	}
+	if err := rt.createEntries(ctx, results, rs); err != nil {
 		return err
 	}
 	for i, r := range rs {

@@ -94,10 +94,11 @@ type Request struct {
 	// Trace is the W3C traceparent of the step that sent the request, kept in the intent: every
 	// execution of the instance is traced as that step's child (OpenTelemetry).
 	Trace string `json:"trace,omitempty"`
-	// Fresh says the caller created the invoke-log entry naming this instance just before the
-	// call: the instance is new unless a duplicate of the caller's execution called it first,
-	// so the callee tries its intent's creation without reading it first. A hint: an intent
-	// that exists answers the creation as a read would (at the cost of an index write).
+	// Fresh says the call comes from the caller's first execution of its step: the one that
+	// created the caller's intent (a derived call), or the one that created the invoke-log
+	// entry naming this instance. The instance is new unless a duplicate of the caller's
+	// execution called it first, so the callee runs it without reading or writing its intent
+	// first (deferredIntent). A hint: an intent that exists makes that execution start over.
 	Fresh bool `json:"fresh,omitempty"`
 }
 
@@ -105,6 +106,7 @@ type Request struct {
 // it reports to, and its result.
 type CalleeResult struct {
 	CalleeID string    `json:"callee_id"`
+	Callee   string    `json:"callee,omitempty"` // the callee's SSF, for an entry the callback creates`
 	Caller   CallerRef `json:"caller"`
 	Result   Result    `json:"result"`
 }
