@@ -33,16 +33,16 @@ func TestConsoleInAHeadlessBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := testservers.FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	temporalAddr, uiAddr, zkAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
-	base, out, stop := startDev(t, "--app", "travel", "--store", "sqlite://"+dir+"/dev.db", "--temporal", temporalEmbedded,
-		"--temporal-port", fmt.Sprint(ports[0]), "--temporal-db", dir+"/temporal.db", "--ui-addr", uiAddr, "--zk-addr", zkAddr,
-		"--provenance", "full")
+	addr := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+	base, out, stop, ports := startDevOnPorts(t, 3, func(ports []int) []string {
+		os.RemoveAll(dir + "/temporal.db")
+		return []string{"--app", "travel", "--store", "sqlite://" + dir + "/dev.db", "--temporal", temporalEmbedded,
+			"--temporal-port", fmt.Sprint(ports[0]), "--temporal-db", dir + "/temporal.db", "--ui-addr", addr(ports[1]), "--zk-addr", addr(ports[2]),
+			"--provenance", "full"}
+	})
 	defer stop()
+	temporalAddr, uiAddr, zkAddr := addr(ports[0]), addr(ports[1]), addr(ports[2])
 	if !strings.Contains(out.String(), "console     "+base+"/console/") || !strings.Contains(out.String(), "Temporal UI http://"+uiAddr) {
 		t.Fatalf("the banner does not give the console and the Temporal UI:\n%s", out.String())
 	}

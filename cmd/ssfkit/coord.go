@@ -163,7 +163,7 @@ func runCoord(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func listenZooKeeper(cmd, flagName, addr, offHint string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("%s: %s is already in use (another ssfkit, or a ZooKeeper server?); pass %s 127.0.0.1:PORT to listen on another port%s", cmd, addr, flagName, offHint)
+		return nil, fmt.Errorf("%s: %s is already in use (another ssfkit, or a ZooKeeper server?); pass %s 127.0.0.1:PORT to listen on another port%s: %w", cmd, addr, flagName, offHint, syscall.EADDRINUSE)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)

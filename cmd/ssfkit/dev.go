@@ -134,7 +134,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("dev: %s is already in use (another ssfkit dev?); pass --addr 127.0.0.1:PORT to listen on another port", *addr)
+			return fmt.Errorf("dev: %s is already in use (another ssfkit dev?); pass --addr 127.0.0.1:PORT to listen on another port: %w", *addr, syscall.EADDRINUSE)
 		}
 		return fmt.Errorf("dev: %w", err)
 	}
@@ -154,7 +154,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			if tf.address == temporalEmbedded && errors.Is(err, syscall.EADDRINUSE) {
 				return fmt.Errorf("dev: the embedded Temporal server's port 127.0.0.1:%[1]d is already in use (another ssfkit dev, or a Temporal server?): "+
-					"pass --temporal-port PORT to move it, --temporal 127.0.0.1:%[1]d to use the server there, or --temporal off to run without Temporal", *temporalPort)
+					"pass --temporal-port PORT to move it, --temporal 127.0.0.1:%[1]d to use the server there, or --temporal off to run without Temporal: %[2]w", *temporalPort, syscall.EADDRINUSE)
 			}
 			return fmt.Errorf("dev: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,6 +96,35 @@ func (s *syncBuffer) String() string {
 // startDev runs `ssfkit dev` with args on a free port, without Temporal unless args ask for
 // it, until stop, which waits for it to exit.
 func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop func()) {
+	base, out, stop, err := tryStartDev(t, args...)
+	if err != nil {
+		t.Fatalf("dev exited early: %v\n%s", err, out.String())
+	}
+	return base, out, stop
+}
+
+// startDevOnPorts is startDev with n ports that were free a moment ago, which args gives dev:
+// another process may take one before dev listens on it (a port the kernel hands out again),
+// so dev is started again on new ports when it could not listen, at most three times.
+func startDevOnPorts(t *testing.T, n int, args func(ports []int) []string) (base string, out *syncBuffer, stop func(), ports []int) {
+	for attempt := 1; ; attempt++ {
+		ports, err := testservers.FreePorts(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, out, stop, err := tryStartDev(t, args(ports)...)
+		if err == nil {
+			return base, out, stop, ports
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 3 {
+			t.Fatalf("dev exited early: %v\n%s", err, out.String())
+		}
+		t.Logf("dev could not listen on a port free a moment ago (%v); again on new ports", err)
+	}
+}
+
+// tryStartDev is startDev returning dev's error if it exits before it listens.
+func tryStartDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &syncBuffer{}
 	done := make(chan error, 1)
@@ -121,7 +151,7 @@ func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop 
 		select {
 		case err := <-done:
 			cancel()
-			t.Fatalf("dev exited early: %v\n%s", err, out.String())
+			return "", out, nil, err
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -129,7 +159,7 @@ func startDev(t *testing.T, args ...string) (base string, out *syncBuffer, stop 
 			t.Fatalf("dev printed no address:\n%s", out.String())
 		}
 	}
-	return base, out, stop
+	return base, out, stop, nil
 }
 
 // post invokes an SSF of the dev server and returns the response body, which must be a 200.
@@ -196,15 +226,14 @@ func httpGet(t *testing.T, url string) string {
 // dev with its embedded Temporal server runs the travel workflows on its own worker, and the
 // server keeps their history in its SQLite file.
 func TestDevRunsWorkflowsOnEmbeddedTemporal(t *testing.T) {
-	port, err := testservers.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	_, out, stop := startDev(t, "--app", "travel", "--store", "sqlite://"+dir+"/dev.db",
-		"--temporal", temporalEmbedded, "--temporal-port", fmt.Sprint(port), "--temporal-db", dir+"/temporal.db")
+	_, out, stop, ports := startDevOnPorts(t, 1, func(ports []int) []string {
+		os.RemoveAll(dir + "/temporal.db")
+		return []string{"--app", "travel", "--store", "sqlite://" + dir + "/dev.db",
+			"--temporal", temporalEmbedded, "--temporal-port", fmt.Sprint(ports[0]), "--temporal-db", dir + "/temporal.db"}
+	})
 	defer stop()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	if !strings.Contains(out.String(), "Temporal    "+addr) || !strings.Contains(out.String(), "temporal workflow list --address "+addr) {
 		t.Fatalf("banner without the Temporal address %s or how to list the workflows:\n%s", addr, out.String())
 	}
