@@ -125,6 +125,24 @@ type FinalBatcher interface {
 	UpdateBatchFinal(ctx context.Context, ups []BatchUpdate) (rs []UpdateResult, committed bool, err error)
 }
 
+// BlindDeleter is an optional interface of the Driver a Transactor hands its function
+// (PostgreSQL): DeleteBlind deletes key's row, if there is one, as part of the transaction,
+// without telling whether there was one, so that the store may send it with the
+// transaction's next request (or its COMMIT) instead of in a round trip of its own.
+type BlindDeleter interface {
+	DeleteBlind(ctx context.Context, key Key) error
+}
+
+// DeleteBlind deletes key's row with d's BlindDeleter if it has one, else with an unconditional
+// Delete.
+func DeleteBlind(ctx context.Context, d Driver, key Key) error {
+	if b, ok := d.(BlindDeleter); ok {
+		return b.DeleteBlind(ctx, key)
+	}
+	_, err := d.Delete(ctx, key, Always())
+	return err
+}
+
 // Dropper is an optional Driver interface: Drop deletes the table with every row in it. `ssfkit
 // conformance` drops the tables it creates with it; applications never need it.
 type Dropper interface {

@@ -106,6 +106,14 @@ func (t *Table) Scan(ctx context.Context, partition string, opts ScanOptions) ([
 }
 
 // Delete removes the row if cond holds.
+// DeleteBlind deletes key's row, if any, without telling whether there was one (BlindDeleter).
+func (t *Table) DeleteBlind(ctx context.Context, key Key) error {
+	if err := t.check(key); err != nil {
+		return t.wrap("delete", key, err)
+	}
+	return t.wrap("delete", key, DeleteBlind(ctx, t.drv, key))
+}
+
 func (t *Table) Delete(ctx context.Context, key Key, cond Cond) (bool, error) {
 	if err := t.check(key); err != nil {
 		return false, t.wrap("delete", key, err)

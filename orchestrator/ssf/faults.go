@@ -103,6 +103,10 @@ func (f faultyDriver) Delete(ctx context.Context, key store.Key, c store.Cond) (
 	return
 }
 
+func (f faultyDriver) DeleteBlind(ctx context.Context, key store.Key) error {
+	return f.around(ctx, "delete", key, func() error { return store.DeleteBlind(ctx, f.Driver, key) })
+}
+
 // UpdateBatch keeps the injection points of each update when the store has no batch request,
 // and puts one around the batch when it has.
 func (f faultyDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, err error) {

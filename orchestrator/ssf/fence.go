@@ -114,6 +114,16 @@ func (f fencedDriver) Delete(ctx context.Context, key store.Key, c store.Cond) (
 	return f.Driver.Delete(ctx, key, c)
 }
 
+// DeleteBlind is checked like any request (the store may send it with the next one).
+func (f fencedDriver) DeleteBlind(ctx context.Context, key store.Key) (err error) {
+	if err = checkFence(ctx); err != nil {
+		return err
+	}
+	ctx, end := storeSpan(ctx, "delete", key.Partition)
+	defer end(&err)
+	return store.DeleteBlind(ctx, f.Driver, key)
+}
+
 // UpdateBatch is one request where the store batches, else one per update, each checked.
 func (f fencedDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, err error) {
 	if !f.batches {

@@ -890,7 +890,8 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 			// can send the done mark as a compare-and-swap, with the entries, the finished
 			// entry and the commit, in one request (store.FinalBatcher).
 			if pendingInCommit && !createDone {
-				if _, err = st.Delete(env.ctx, pendingKey(rt.cfg.IndexShards, in.id), store.Always()); err != nil {
+				// Sent with the intent's read where the store can (store.BlindDeleter).
+				if err = st.DeleteBlind(env.ctx, pendingKey(rt.cfg.IndexShards, in.id)); err != nil {
 					return err
 				}
 			}

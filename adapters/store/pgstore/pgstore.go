@@ -877,6 +877,13 @@ func (t txDriver) Scan(ctx context.Context, partition string, opts store.ScanOpt
 	return rows, t.d.wrap(ctx, err)
 }
 
+// DeleteBlind implements store.BlindDeleter: the DELETE goes with the transaction's next request.
+func (t txDriver) DeleteBlind(ctx context.Context, key store.Key) error {
+	delete(t.read, key)
+	t.tx.later(statement{sql: `DELETE FROM ` + t.d.table + ` WHERE pk = $1 AND sk = $2`, args: []any{key.Partition, key.Sort}})
+	return nil
+}
+
 func (t txDriver) Delete(ctx context.Context, key store.Key, cond store.Cond) (bool, error) {
 	delete(t.read, key)
 	ok, err := t.d.delete(ctx, t.tx, key, cond)

@@ -342,6 +342,61 @@ func TestFinalBatchOfCreationsCommitsWithThem(t *testing.T) {
 	}
 }
 
+// A blind delete goes with the transaction's next request, or with its COMMIT when none
+// follows; a transaction that fails takes it back with everything else.
+func TestDeleteBlindGoesWithTheNextRequest(t *testing.T) {
+	ctx := context.Background()
+	d, _ := countedTable(t, "blind_deletes")
+	v := store.Update{store.SetAttr(store.Path{"v"}, int64(1))}
+	a, b, c := store.Key{Partition: "p", Sort: "a"}, store.Key{Partition: "p", Sort: "b"}, store.Key{Partition: "p", Sort: "c"}
+	for _, k := range []store.Key{a, b, c} {
+		if _, err := d.Update(ctx, k, store.Always(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(k store.Key) bool {
+		_, found, err := d.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	// With a read after it, in the transaction's first request: the read does not see the row.
+	err := d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		if err := tx.(store.BlindDeleter).DeleteBlind(ctx, a); err != nil {
+			return err
+		}
+		if _, found, err := tx.Get(ctx, a); err != nil || found {
+			return fmt.Errorf("the transaction still sees the row it deleted: %v %v", found, err)
+		}
+		_, err := tx.Update(ctx, b, store.Always(), store.Update{store.SetAttr(store.Path{"v"}, int64(2))})
+		return err
+	})
+	if err != nil || exists(a) || !exists(b) {
+		t.Fatalf("delete then read: %v; a exists %v, b exists %v; want a gone, b kept", err, exists(a), exists(b))
+	}
+	// A failed transaction deletes nothing.
+	err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		if err := tx.(store.BlindDeleter).DeleteBlind(ctx, b); err != nil {
+			return err
+		}
+		if _, _, err := tx.Get(ctx, c); err != nil {
+			return err
+		}
+		return errors.New("the function fails")
+	})
+	if err == nil || !exists(b) {
+		t.Fatalf("a failed transaction: %v; b exists %v, want it kept", err, exists(b))
+	}
+	// The only operation: it goes with the COMMIT.
+	err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		return tx.(store.BlindDeleter).DeleteBlind(ctx, c)
+	})
+	if err != nil || exists(c) {
+		t.Fatalf("a transaction of one blind delete: %v; c exists %v, want it gone", err, exists(c))
+	}
+}
+
 // A row the transaction read with Get is swapped like a scanned one: the runtime's done mark
 // reads its intent in the transaction so that it, the index entries and the COMMIT go in one
 // final batch; a row changed after the Get aborts that batch, and the next attempt decides.

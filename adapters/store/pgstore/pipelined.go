@@ -12,9 +12,29 @@ import (
 // one round trip less per transaction than pgx's BeginTx, which sends BEGIN on its own. A
 // transaction that sends no statement never begins, and its commit sends nothing.
 type pipelinedTx struct {
-	conn  *pgxpool.Conn
-	begin string // the BEGIN statement, until it was sent
-	ended bool
+	conn   *pgxpool.Conn
+	begin  string      // the BEGIN statement, until it was sent
+	queued []statement // statements that go with the next request (txDriver.DeleteBlind)
+	ended  bool
+}
+
+// later queues s to be sent with the transaction's next request.
+func (t *pipelinedTx) later(s statement) { t.queued = append(t.queued, s) }
+
+// unsent queues on b what the transaction has not sent yet (BEGIN, the queued statements),
+// and returns how many results of b's they are.
+func (t *pipelinedTx) unsent(b *pgx.Batch) int {
+	n := 0
+	if t.begin != "" {
+		b.Queue(t.begin)
+		t.begin, n = "", 1
+	}
+	for _, s := range t.queued {
+		b.Queue(s.sql, s.args...)
+	}
+	n += len(t.queued)
+	t.queued = nil
+	return n
 }
 
 func (d *Driver) beginPipelined(ctx context.Context, opts pgx.TxOptions) (*pipelinedTx, error) {
@@ -29,20 +49,22 @@ func (d *Driver) beginPipelined(ctx context.Context, opts pgx.TxOptions) (*pipel
 	return &pipelinedTx{conn: c, begin: begin}, nil
 }
 
-// send returns the batch carrying BEGIN and the statement, after BEGIN's result; the caller
-// reads the statement's and closes it. nil when BEGIN was sent already.
+// send returns the batch carrying what was not sent yet (BEGIN, queued statements) and the
+// statement, after the results of the former; the caller reads the statement's and closes it.
+// nil when everything before it was sent already.
 func (t *pipelinedTx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
-	if t.begin == "" {
+	if t.begin == "" && len(t.queued) == 0 {
 		return nil, nil
 	}
 	b := &pgx.Batch{}
-	b.Queue(t.begin)
+	n := t.unsent(b)
 	b.Queue(sql, args...)
-	t.begin = ""
 	br := t.conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, err
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
 	}
 	return br, nil
 }
@@ -110,15 +132,11 @@ func (t *pipelinedTx) commitWith(ctx context.Context, stmts []statement) error {
 	return nil
 }
 
-// execAll sends stmts in one batch, with BEGIN if it was not sent yet, and returns their tags.
-// A statement's error ends the batch: the server aborted the transaction.
+// execAll sends stmts in one batch, after what was not sent yet (BEGIN, queued statements), and
+// returns their tags. A statement's error ends the batch: the server aborted the transaction.
 func (t *pipelinedTx) execAll(ctx context.Context, stmts []statement) (tags []pgconn.CommandTag, err error) {
 	b := &pgx.Batch{}
-	begins := t.begin != ""
-	if begins {
-		b.Queue(t.begin)
-		t.begin = ""
-	}
+	before := t.unsent(b)
 	for _, s := range stmts {
 		b.Queue(s.sql, s.args...)
 	}
@@ -128,7 +146,7 @@ func (t *pipelinedTx) execAll(ctx context.Context, stmts []statement) (tags []pg
 			tags, err = nil, cerr
 		}
 	}()
-	if begins {
+	for range before {
 		if _, err := br.Exec(); err != nil {
 			return nil, err
 		}
@@ -147,6 +165,9 @@ func (t *pipelinedTx) execAll(ctx context.Context, stmts []statement) (tags []pg
 func (t *pipelinedTx) commit(ctx context.Context) error {
 	if t.ended {
 		return nil // committed with its last statements (txDriver.UpdateBatchFinal)
+	}
+	if len(t.queued) > 0 {
+		return t.commitWith(ctx, nil)
 	}
 	if t.begin != "" {
 		t.ended = true // nothing was sent
