@@ -105,7 +105,6 @@ func (t *Table) Scan(ctx context.Context, partition string, opts ScanOptions) ([
 	return rows, t.wrap("scan", key, err)
 }
 
-// Delete removes the row if cond holds.
 // DeleteBlind deletes key's row, if any, without telling whether there was one (BlindDeleter).
 func (t *Table) DeleteBlind(ctx context.Context, key Key) error {
 	if err := t.check(key); err != nil {
@@ -114,6 +113,7 @@ func (t *Table) DeleteBlind(ctx context.Context, key Key) error {
 	return t.wrap("delete", key, DeleteBlind(ctx, t.drv, key))
 }
 
+// Delete removes the row if cond holds.
 func (t *Table) Delete(ctx context.Context, key Key, cond Cond) (bool, error) {
 	if err := t.check(key); err != nil {
 		return false, t.wrap("delete", key, err)

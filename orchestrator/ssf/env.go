@@ -426,15 +426,11 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 	if tx == nil && builtin == "" && !async {
 		return e.derivedCall(callee, in, step, logRow)
 	}
-	entry := store.Update{
-		store.SetAttr(store.Attr(attrKind), "invoke"),
-		store.SetAttr(store.Attr(attrCallee), callee),
-		store.SetAttr(store.Attr(attrCalleeID), uuid.NewString()),
-	}
+	var at int64
 	if e.rt.capturing() {
-		entry = append(entry, store.SetAttr(store.Attr(attrAt), e.rt.now()))
+		at = e.rt.now()
 	}
-	r, err := e.rt.st.Update(e.ctx, logRow, store.RowAbsent(), entry)
+	r, err := e.rt.st.Update(e.ctx, logRow, store.RowAbsent(), invokeEntry(callee, uuid.NewString(), at))
 	if err != nil {
 		return loggedCall{}, e.fail(err)
 	}
@@ -511,6 +507,19 @@ var calledInstanceNamespace = uuid.MustParse("6f0c2d4e-58a1-4b6e-9d0f-3c7a1e2b5d
 
 // callRecord is provenance's record of a derived call (an invoke-log entry written late).
 type callRecord struct{ callee, calleeID string }
+
+// invokeEntry is the content of an invoke-log entry naming calleeID of SSF callee ("": not
+// known) and, for provenance, when the call was made (0: not recorded).
+func invokeEntry(callee, calleeID string, at int64) store.Update {
+	upd := store.Update{store.SetAttr(store.Attr(attrKind), "invoke"), store.SetAttr(store.Attr(attrCalleeID), calleeID)}
+	if callee != "" {
+		upd = append(upd, store.SetAttr(store.Attr(attrCallee), callee))
+	}
+	if at != 0 {
+		upd = append(upd, store.SetAttr(store.Attr(attrAt), at))
+	}
+	return upd
+}
 
 // Now returns the time, logged so that a re-execution sees the same time.
 func (e *Env) Now() (_ time.Time, err error) {
@@ -719,8 +728,9 @@ func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error
 }
 
 // carryingFlush returns st with the queued entries a flush writes (see toFlush), after the
-// unwritten intent's creation if any, carried by the transaction's first update, in one batch with it, so a store that sends a batch's statements
-// together (pgstore) spends no round trip of their own on them; finish writes them if no
+// unwritten intent's creation if any, carried by the transaction's first update, in one batch
+// with it, so a store that sends a batch's statements together (pgstore) spends no round trip
+// of their own on them; finish writes them if no
 // update carried them and checks their results. Only inside a store transaction: everything
 // commits together there, so the entries need not be written before the write they precede.
 // With last, the caller makes no other store operation in the transaction once the carrying
@@ -800,9 +810,7 @@ func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 		return store.BatchUpdate{Key: *r.txRecord, Cond: store.Always(), Update: store.Update{store.SetAttr(store.Attr(attrKind), "tx")}}
 	}
 	if c := r.call; c != nil {
-		return store.BatchUpdate{Key: invokeLogKey(e.id, r.step), Cond: store.RowAbsent(), Update: store.Update{
-			store.SetAttr(store.Attr(attrKind), "invoke"), store.SetAttr(store.Attr(attrCallee), c.callee),
-			store.SetAttr(store.Attr(attrCalleeID), c.calleeID), store.SetAttr(store.Attr(attrAt), r.at)}}
+		return store.BatchUpdate{Key: invokeLogKey(e.id, r.step), Cond: store.RowAbsent(), Update: invokeEntry(c.callee, c.calleeID, r.at)}
 	}
 	key, kind := readLogKey(e.id, r.step), "read"
 	switch {

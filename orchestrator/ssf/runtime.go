@@ -1023,11 +1023,7 @@ func (rt *Runtime) createEntries(ctx context.Context, results []CalleeResult, rs
 		if err != nil {
 			return err
 		}
-		upd := store.Update{store.SetAttr(store.Attr(attrKind), "invoke"), store.SetAttr(store.Attr(attrCalleeID), results[i].CalleeID),
-			store.SetAttr(store.Attr(attrResult), b)}
-		if results[i].Callee != "" {
-			upd = append(upd, store.SetAttr(store.Attr(attrCallee), results[i].Callee))
-		}
+		upd := append(invokeEntry(results[i].Callee, results[i].CalleeID, 0), store.SetAttr(store.Attr(attrResult), b))
 		ups = append(ups, store.BatchUpdate{Key: invokeLogKey(caller, results[i].Caller.Step),
 			Cond: store.Or(store.RowAbsent(), store.Equal(store.Attr(attrCalleeID), results[i].CalleeID)), Update: upd})
 		which = append(which, i)
@@ -1047,7 +1043,7 @@ func (rt *Runtime) createEntries(ctx context.Context, results []CalleeResult, rs
 
 // handleCallback records callees' results in this SSF's invoke log (one, or a batch), each only
 // in the entry that invoked that very callee. A derived call (Env.derivedCall) may have no
-// entry: one is created while the caller is unfinished (absentEntries). A callback for an
+// entry: one is created while the caller is unfinished (createEntries). A callback for an
 // entry the GC already removed, or for a finished caller, is spurious and ignored.
 func (rt *Runtime) handleCallback(ctx context.Context, req Request) error {
 	// Fenced like an execution: an entry created for a caller seen unfinished lands within
