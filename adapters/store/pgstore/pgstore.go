@@ -496,15 +496,22 @@ func (d *Driver) Delete(ctx context.Context, key store.Key, cond store.Cond) (de
 
 func (d *Driver) delete(ctx context.Context, q conn, key store.Key, cond store.Cond) (bool, error) {
 	if cond.Op == store.OpTrue {
-		tag, err := q.Exec(ctx, `DELETE FROM `+d.table+` WHERE pk = $1 AND sk = $2`, key.Partition, key.Sort)
+		del := d.deleteRow(key)
+		tag, err := q.Exec(ctx, del.sql, del.args...)
 		return err == nil && tag.RowsAffected() > 0, err
 	}
 	cur, exists, err := d.get(ctx, q, key, " FOR UPDATE")
 	if err != nil || !exists || !cond.Eval(cur, exists) {
 		return false, err
 	}
-	_, err = q.Exec(ctx, `DELETE FROM `+d.table+` WHERE pk = $1 AND sk = $2`, key.Partition, key.Sort)
+	del := d.deleteRow(key)
+	_, err = q.Exec(ctx, del.sql, del.args...)
 	return err == nil, err
+}
+
+// deleteRow is the unconditional deletion of key's row.
+func (d *Driver) deleteRow(key store.Key) statement {
+	return statement{`DELETE FROM ` + d.table + ` WHERE pk = $1 AND sk = $2`, []any{key.Partition, key.Sort}}
 }
 
 // Transact implements store.Transactor: fn's operations run in one read-committed
@@ -880,7 +887,7 @@ func (t txDriver) Scan(ctx context.Context, partition string, opts store.ScanOpt
 // DeleteBlind implements store.BlindDeleter: the DELETE goes with the transaction's next request.
 func (t txDriver) DeleteBlind(ctx context.Context, key store.Key) error {
 	delete(t.read, key)
-	t.tx.later(statement{sql: `DELETE FROM ` + t.d.table + ` WHERE pk = $1 AND sk = $2`, args: []any{key.Partition, key.Sort}})
+	t.tx.later(t.d.deleteRow(key))
 	return nil
 }
 
