@@ -133,6 +133,24 @@ type BlindDeleter interface {
 	DeleteBlind(ctx context.Context, key Key) error
 }
 
+// Presumer is an optional interface of the Driver a Transactor hands its function
+// (PostgreSQL): Presume tells the transaction that key's row holds exactly attrs (the caller
+// wrote them, in an update whose result said so), so that it may plan the transaction's
+// updates of the row on them without reading it first. An update planned so applies only if
+// the row still holds those bytes; where it does not, the driver decides the update on the
+// row's current state, as if nothing had been presumed (it may run the function again to do
+// so). Presume reports whether the driver took the presumption.
+type Presumer interface {
+	Presume(key Key, attrs Attrs) bool
+}
+
+// Presume presumes key's row holds attrs with d's Presumer, if it has one; false otherwise (the
+// caller reads the row instead).
+func Presume(d Driver, key Key, attrs Attrs) bool {
+	p, ok := d.(Presumer)
+	return ok && p.Presume(key, attrs)
+}
+
 // DeleteBlind deletes key's row with d's BlindDeleter if it has one, else with an unconditional
 // Delete.
 func DeleteBlind(ctx context.Context, d Driver, key Key) error {

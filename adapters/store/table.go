@@ -113,6 +113,12 @@ func (t *Table) DeleteBlind(ctx context.Context, key Key) error {
 	return t.wrap("delete", key, DeleteBlind(ctx, t.drv, key))
 }
 
+// Presume tells a transaction's driver that key's row holds attrs (Presumer); false when the
+// driver does not take it, and the row must be read.
+func (t *Table) Presume(key Key, attrs Attrs) bool {
+	return t.check(key) == nil && Presume(t.drv, key, attrs)
+}
+
 // Delete removes the row if cond holds.
 func (t *Table) Delete(ctx context.Context, key Key, cond Cond) (bool, error) {
 	if err := t.check(key); err != nil {

@@ -50,6 +50,9 @@ type Env struct {
 	// (Runtime.deferredIntent): the first flush carries it, and a step that may write
 	// otherwise writes it first (begin).
 	unwritten *creation
+	// intentRow is the intent's row as this execution's last update of it left it (intent.row),
+	// nil when unknown.
+	intentRow store.Attrs
 	stepSpan  trace.Span // the step being taken, when tracing records (traceStep)
 }
 
@@ -209,6 +212,7 @@ func (e *Env) checkCreated(rs []store.UpdateResult) ([]store.UpdateResult, error
 	if !rs[1].Applied {
 		return nil, errCreatedElsewhere
 	}
+	e.intentRow = rs[1].Attrs
 	return rs[2:], nil
 }
 

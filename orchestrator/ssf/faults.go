@@ -107,6 +107,11 @@ func (f faultyDriver) DeleteBlind(ctx context.Context, key store.Key) error {
 	return f.around(ctx, "delete", key, func() error { return store.DeleteBlind(ctx, f.Driver, key) })
 }
 
+// Presume sends nothing, so it has no injection points.
+func (f faultyDriver) Presume(key store.Key, attrs store.Attrs) bool {
+	return store.Presume(f.Driver, key, attrs)
+}
+
 // UpdateBatch keeps the injection points of each update when the store has no batch request,
 // and puts one around the batch when it has.
 func (f faultyDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, err error) {

@@ -124,6 +124,11 @@ func (f fencedDriver) DeleteBlind(ctx context.Context, key store.Key) (err error
 	return store.DeleteBlind(ctx, f.Driver, key)
 }
 
+// Presume sends nothing, so it needs no check.
+func (f fencedDriver) Presume(key store.Key, attrs store.Attrs) bool {
+	return store.Presume(f.Driver, key, attrs)
+}
+
 // UpdateBatch is one request where the store batches, else one per update, each checked.
 func (f fencedDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, err error) {
 	if !f.batches {

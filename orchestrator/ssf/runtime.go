@@ -338,6 +338,9 @@ type intent struct {
 	inputHash string    // digest of the input the instance was created with ("" before digests were kept)
 	trace     string    // W3C traceparent of the step that invoked the instance (Request.Trace)
 	unwritten *creation // the intent's creation, while only this execution has it (deferredIntent)
+	// row is the intent's row as an update this execution made left it (its creation, its
+	// claim), nil when unknown: the done mark presumes it instead of reading the row.
+	row store.Attrs
 }
 
 // inputDigest names an input by its content: JSON equal up to whitespace and key order gives
@@ -471,7 +474,9 @@ func (rt *Runtime) ensureIntent(ctx context.Context, f *fence, req Request) (in 
 	if !rs[1].Applied && rs[1].Attrs[attrVoid] != nil {
 		return nil, false, errVoided
 	}
-	in, err = decodeIntent(req.InstanceID, rs[1].Attrs)
+	if in, err = decodeIntent(req.InstanceID, rs[1].Attrs); err == nil && rs[1].Applied {
+		in.row = rs[1].Attrs
+	}
 	return in, rs[1].Applied, err
 }
 
@@ -713,6 +718,7 @@ func (rt *Runtime) claimExecution(ctx context.Context, f *fence, in *intent) (*i
 		return nil, err
 	}
 	if r.Applied {
+		in.row = r.Attrs
 		return in, nil
 	}
 	return decodeIntent(in.id, r.Attrs)
@@ -752,7 +758,7 @@ func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool
 		rt.stats.reexecutions.inc()
 	}
 	env := &Env{rt: rt, ctx: ctx, id: in.id, incarnation: in.incarnation(), replaying: replaying, fence: f, start: in.start,
-		unwritten: in.unwritten}
+		unwritten: in.unwritten, intentRow: in.row}
 	if in.tx != nil {
 		env.tx = &txState{ctx: *in.tx, locked: map[string]bool{}}
 	}
@@ -895,7 +901,9 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 					return err
 				}
 			}
-			if !createDone {
+			// The row this execution's own update left needs no read: a swap planned on it
+			// applies only if no other execution changed it since (store.Presumer).
+			if !createDone && (env.intentRow == nil || !st.Presume(intentKey(in.id), env.intentRow)) {
 				if _, _, err = st.Get(env.ctx, intentKey(in.id)); err != nil {
 					return err
 				}

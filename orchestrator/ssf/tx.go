@@ -245,9 +245,14 @@ func (e *Env) markLocks() error {
 	if err := e.alive(); err != nil {
 		return err
 	}
-	if _, err := e.rt.st.Update(e.ctx, intentKey(e.id), store.Equal(store.Attr(attrDone), false),
-		store.Update{store.SetAttr(store.Attr(attrHoldsLocks), true)}); err != nil {
+	r, err := e.rt.st.Update(e.ctx, intentKey(e.id), store.Equal(store.Attr(attrDone), false),
+		store.Update{store.SetAttr(store.Attr(attrHoldsLocks), true)})
+	if err != nil {
 		return e.fail(err)
+	}
+	e.intentRow = nil
+	if r.Applied {
+		e.intentRow = r.Attrs
 	}
 	e.locksMarked = true
 	return nil

@@ -703,6 +703,17 @@ func (t txDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, er
 	return a, true, nil
 }
 
+// Presume implements store.Presumer: the row's bytes are attrs' encoding (what an update that
+// produced attrs stored), kept as if this transaction had read them, so that an update of the
+// row is one compare-and-swap, which the server refuses if the row is other bytes. A row this
+// transaction read or locked keeps what it knows.
+func (t txDriver) Presume(key store.Key, attrs store.Attrs) bool {
+	if _, ok := t.read[key]; !ok {
+		t.read[key] = store.EncodeAttrs(attrs)
+	}
+	return true
+}
+
 func (t txDriver) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
 	if err := upd.Validate(); err != nil {
 		return store.UpdateResult{}, err

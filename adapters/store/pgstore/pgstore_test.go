@@ -446,6 +446,70 @@ func TestFinalBatchSwapsARowReadByGet(t *testing.T) {
 	}
 }
 
+// A row presumed to hold what an update left it (the runtime's done mark, on the intent its
+// execution created) is swapped without being read: the final batch is one round trip with its
+// COMMIT. If the row holds anything else by then, the swap matches nothing, the batch aborts,
+// and the next attempt decides on the row as it is: a presumption never applies an update
+// planned on other contents.
+func TestFinalBatchSwapsAPresumedRow(t *testing.T) {
+	ctx := context.Background()
+	d, statements := countedTable(t, "final_presumed")
+	set := func(attr string, v any) store.Update { return store.Update{store.SetAttr(store.Path{attr}, v)} }
+	intent := store.Key{Partition: "i", Sort: "intent"}
+	created, err := d.Update(ctx, intent, store.RowAbsent(), set("done", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(presumed store.Attrs, entry store.Key, interfere func() error) (rs []store.UpdateResult, committed bool, attempts int, err error) {
+		err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+			attempts++
+			if !tx.(store.Presumer).Presume(intent, presumed) {
+				return errors.New("the transaction did not take the presumption")
+			}
+			if attempts == 1 {
+				if err := interfere(); err != nil {
+					return err
+				}
+			}
+			rs, committed, err = tx.(store.FinalBatcher).UpdateBatchFinal(ctx, []store.BatchUpdate{
+				{Key: intent, Cond: store.Equal(store.Path{"done"}, false), Update: set("done", true)},
+				{Key: entry, Cond: store.Always(), Update: set("done", true)},
+			})
+			return err
+		})
+		return rs, committed, attempts, err
+	}
+	before := statements()
+	rs, committed, attempts, err := run(created.Attrs, store.Key{Partition: "f", Sort: "1"}, func() error { return nil })
+	if err != nil || !committed || attempts != 1 || !rs[0].Applied || !rs[1].Applied {
+		t.Fatalf("final batch on a presumed row: %+v committed %v after %d attempts, %v; want it committed in one attempt", rs, committed, attempts, err)
+	}
+	if got := statements() - before; got != 4 { // BEGIN with the swap, the INSERT, COMMIT: no SELECT
+		t.Errorf("final batch on a presumed row: %d statements, want 4", got)
+	}
+	// Another writer changes the row after the presumption (done is still false): the swap
+	// matches nothing, and the next attempt applies the update on top of the writer's change.
+	reset, err := d.Update(ctx, intent, store.Always(), set("done", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, committed, attempts, err = run(reset.Attrs, store.Key{Partition: "f", Sort: "2"}, func() error {
+		_, err := d.Update(ctx, intent, store.Always(), set("claimed", int64(7)))
+		return err
+	})
+	if err != nil || committed || attempts != 2 || !rs[0].Applied || rs[0].Attrs["claimed"] != int64(7) {
+		t.Fatalf("final batch on a row changed after the presumption: %+v committed %v after %d attempts, %v; want it applied on the changed row in a second attempt", rs, committed, attempts, err)
+	}
+	if a, _, err := d.Get(ctx, intent); err != nil || a["claimed"] != int64(7) || a["done"] != true {
+		t.Fatalf("the row after it: %v, %v; want the other writer's change kept and done", a, err)
+	}
+	// A presumption that is wrong from the start (another writer marked it done): refused.
+	rs, committed, _, err = run(reset.Attrs, store.Key{Partition: "f", Sort: "3"}, func() error { return nil })
+	if err != nil || committed || rs[0].Applied {
+		t.Fatalf("final batch on a row presumed not done, which is done: %+v committed %v, %v; want the done mark refused", rs, committed, err)
+	}
+}
+
 // countedTable opens table on the durable cluster and returns its driver and a count of the
 // statements run on it so far (with every COMMIT and ROLLBACK, and a BEGIN for each: a BEGIN
 // pipelined with the first statement, in the extended protocol, is not in pg_stat_statements).
