@@ -242,6 +242,10 @@ func (e *Env) markLocks() error {
 	if e.locksMarked || e.tx != nil && !e.tx.owner {
 		return nil
 	}
+	// A called instance may not have written its intent yet (deferredIntent): the mark needs it.
+	if err := e.writeIntent(); err != nil {
+		return err
+	}
 	if err := e.alive(); err != nil {
 		return err
 	}

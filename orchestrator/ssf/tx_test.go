@@ -551,6 +551,67 @@ func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
 	noLocks(t, rts)
 }
 
+// A called instance whose first step takes a lock of its own runs before its intent is written
+// (the call is fresh): the intent must still say that it holds locks, so that the intent
+// collector never gives it up while it holds one, however many relaunches fail.
+func TestCalledInstanceThatLocksFirstIsNeverGivenUp(t *testing.T) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	var broken atomic.Bool
+	broken.Store(true)
+	base := ssf.Config{Lifetime: time.Minute, GCBound: 2 * time.Minute, RelaunchDelay: time.Second, Clock: c, Logger: quietLogger()}
+	locker, caller := base, base
+	locker.Name, locker.Store, locker.MaxAttempts = "locker", newTable(), 1
+	// Every relaunch dies reading the intent, before its handler runs: only the first
+	// execution, which took the lock, can have marked the intent.
+	locker.Faults = faultFunc(func(p ssf.FaultPoint) error {
+		if broken.Load() && p.Instance != ssf.CollectorIC && p.Op == "get" && strings.HasPrefix(p.Key.Partition, "i|") {
+			return ssf.ErrCrashed
+		}
+		return nil
+	})
+	locker.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.Lock("t", "k"); err != nil {
+			return nil, err
+		}
+		if broken.Load() { // the first execution stops holding the lock
+			return nil, env.Stop(errors.New("the worker is shutting down"))
+		}
+		return nil, env.Unlock("t", "k")
+	}
+	caller.Name, caller.Store = "caller", newTable()
+	caller.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
+		return env.SyncInvoke("locker", nil)
+	}
+	rts := map[string]*ssf.Runtime{}
+	for _, cfg := range []ssf.Config{locker, caller} {
+		rts[cfg.Name] = addConfig(t, h, cfg)
+	}
+	ctx := context.Background()
+	if _, err := h.Invoke(ctx, "caller", "c-1", nil); err == nil {
+		t.Fatal("the caller's first execution should have failed")
+	}
+	for range 4 {
+		c.Advance(time.Hour)
+		if _, err := rts["locker"].CollectIntents(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+	}
+	if gaveUp := rts["locker"].Stats().GaveUp; gaveUp != 0 {
+		t.Fatalf("the called instance holding a lock was given up (%d); its lock would stay held", gaveUp)
+	}
+	broken.Store(false)
+	c.Advance(time.Hour)
+	if _, err := rts["locker"].CollectIntents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	noLocks(t, rts)
+}
+
 // endRendezvous holds the first request of each participant's end until every participant's
 // end has begun, or gives up after a while and says so: the participants' ends of one
 // transaction go out side by side, not one after the other. Instances are told apart by order
@@ -628,3 +689,8 @@ func TestParticipantsEndSideBySide(t *testing.T) {
 	}
 	noLocks(t, rts)
 }
+
+// faultFunc is a FaultInjector from a function of the point.
+type faultFunc func(ssf.FaultPoint) error
+
+func (f faultFunc) Inject(_ context.Context, p ssf.FaultPoint) error { return f(p) }
