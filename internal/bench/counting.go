@@ -186,6 +186,33 @@ func (d countingDriver) Delete(ctx context.Context, key store.Key, cond store.Co
 	return d.Driver.Delete(ctx, key, cond)
 }
 
+// The optional interfaces of a store transaction's driver are forwarded, so that the runtime
+// takes the same path through a counted store as through the store itself.
+
+// UpdateBatchFinal forwards store.FinalBatcher, counted as one update request; without it, it
+// is UpdateBatch, which never commits.
+func (d countingDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, bool, error) {
+	fb, ok := d.Driver.(store.FinalBatcher)
+	if !ok {
+		rs, err := d.UpdateBatch(ctx, ups)
+		return rs, false, err
+	}
+	defer d.c.done(reqUpdate, time.Now())
+	return fb.UpdateBatchFinal(ctx, ups)
+}
+
+// DeleteBlind forwards store.BlindDeleter, counted as a delete (the store may send it with the
+// transaction's next request).
+func (d countingDriver) DeleteBlind(ctx context.Context, key store.Key) error {
+	defer d.c.done(reqDelete, time.Now())
+	return store.DeleteBlind(ctx, d.Driver, key)
+}
+
+// Presume forwards store.Presumer; it sends nothing.
+func (d countingDriver) Presume(key store.Key, attrs store.Attrs) bool {
+	return store.Presume(d.Driver, key, attrs)
+}
+
 // Drop forwards store.Dropper, so the suite can drop the tables it made.
 func (d countingDriver) Drop(ctx context.Context) error {
 	if dr, ok := d.Driver.(store.Dropper); ok {
