@@ -427,8 +427,8 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 		return loggedCall{}, err
 	}
 	logRow := invokeLogKey(e.id, step)
-	if tx == nil && builtin == "" && !async {
-		return e.derivedCall(callee, in, step, logRow)
+	if tx == nil && !async {
+		return e.derivedCall(callee, in, step, logRow, builtin)
 	}
 	var at int64
 	if e.rt.capturing() {
@@ -466,7 +466,7 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 // other one started after the intent existed and may follow another that called already. The
 // creator needs no look: a result is called back only after the callee was done for T, and
 // the callee was called after the creator started, which fences it by then.
-func (e *Env) derivedCall(callee string, in []byte, step int, logRow store.Key) (loggedCall, error) {
+func (e *Env) derivedCall(callee string, in []byte, step int, logRow store.Key, builtin string) (loggedCall, error) {
 	calleeID := calledInstanceID(e.rt.cfg.Name, e.id, e.incarnation, step, callee)
 	found := false
 	if e.replaying {
@@ -494,7 +494,7 @@ func (e *Env) derivedCall(callee string, in []byte, step int, logRow store.Key) 
 		// Provenance's record of the call, written with the next batch of log entries.
 		e.unlogged = append(e.unlogged, unloggedEntry{step: step, call: &callRecord{callee: callee, calleeID: calleeID}, at: e.rt.now()})
 	}
-	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in,
+	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Builtin: builtin,
 		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx), Fresh: !e.replaying}
 	return loggedCall{callee: callee, logRow: logRow, req: req}, nil
 }

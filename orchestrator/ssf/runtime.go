@@ -507,10 +507,10 @@ func (rt *Runtime) deferredIntent(ctx context.Context, f *fence, req Request) (*
 }
 
 // defersIntent reports whether a request's instance may run before its intent is written
-// (deferredIntent): a synchronous call's fresh instance, which holds no locks (no transaction,
-// no built-in) and is not on the held path.
+// (deferredIntent): a synchronous call's fresh instance that takes no locks (no transaction;
+// a transaction's end only releases them) and is not on the held path.
 func (rt *Runtime) defersIntent(req Request) bool {
-	return req.Fresh && req.Sent == 0 && req.Caller != nil && !req.Async && req.Tx == nil && req.Builtin == "" && !rt.holderRetries(req)
+	return req.Fresh && req.Sent == 0 && req.Caller != nil && !req.Async && req.Tx == nil && !rt.holderRetries(req)
 }
 
 // creation is a new instance's intent and index entry, not yet written.

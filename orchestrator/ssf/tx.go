@@ -484,8 +484,10 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 // transaction twice (two ends, or an end replayed after a crash) changes nothing the second time.
 func (e *Env) endTxHere(tx TxContext, visited []string) error {
 	// What the transaction touched here, logged: a re-execution ends the same set. The entry
-	// names the transaction, so that the GC removes the record with this instance's logs.
-	step, err := e.begin()
+	// names the transaction, so that the GC removes the record with this instance's logs. It
+	// and the commits write through flushes, which carry a called end's intent creation
+	// (deferredIntent) with its first commit.
+	step, err := e.beginQueued()
 	if err != nil {
 		return err
 	}
@@ -520,7 +522,7 @@ func (e *Env) endTxHere(tx TxContext, visited []string) error {
 			w.commitTxValue = true
 			w.record = e.writeEvent(table, key, nil, false)
 		}
-		step, err := e.begin()
+		step, err := e.beginQueued()
 		if err != nil {
 			return err
 		}

@@ -612,6 +612,85 @@ func TestCalledInstanceThatLocksFirstIsNeverGivenUp(t *testing.T) {
 	noLocks(t, rts)
 }
 
+// pointLog records every fault point, in order.
+type pointLog struct {
+	mu     sync.Mutex
+	points []ssf.FaultPoint
+}
+
+func (l *pointLog) Inject(_ context.Context, p ssf.FaultPoint) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.points = append(l.points, p)
+	return nil
+}
+
+// A transaction's end writes nothing before its first commit: the owner names the ends it
+// sends to the participants by their steps (no invoke-log entry is written for them), and each
+// participant's end reads the transaction's record before it writes anything, so that its
+// intent's creation rides its first commit.
+func TestTransactionEndsWriteNothingBeforeTheirFirstCommit(t *testing.T) {
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	log := &pointLog{}
+	rts := map[string]*ssf.Runtime{}
+	for _, name := range []string{"hotel", "flight"} {
+		rts[name] = addConfig(t, h, ssf.Config{Name: name, Store: newTable(), Handler: accounts, Faults: log})
+	}
+	rts["trip"] = addConfig(t, h, ssf.Config{Name: "trip", Store: newTable(), Faults: log,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			if err := env.BeginTx(); err != nil {
+				return nil, err
+			}
+			for _, p := range []string{"hotel", "flight"} {
+				if _, err := env.SyncInvoke(p, map[string]any{"account": "a", "delta": 1}); err != nil {
+					return nil, err
+				}
+			}
+			return env.EndTx()
+		}})
+	ctx := context.Background()
+	if res, err := h.Invoke(ctx, "trip", "t-1", nil); err != nil || string(res.Output) != "true" {
+		t.Fatalf("trip: %+v %v, want it committed", res, err)
+	}
+	noLocks(t, rts)
+	written := func(p ssf.FaultPoint) bool {
+		return !p.After && (p.Op == "update" || p.Op == "batch" || p.Op == "delete")
+	}
+	entries := 0
+	for _, p := range log.points {
+		if p.SSF == "trip" && written(p) && strings.HasPrefix(p.Key.Sort, "v|") {
+			entries++
+		}
+	}
+	if entries != 2 { // the calls of the participants, in the transaction
+		t.Errorf("the owner wrote %d invoke-log entries, want 2: the ends' calls are named by their steps", entries)
+	}
+	for _, participant := range []string{"hotel", "flight"} {
+		end := ""
+		for _, p := range log.points {
+			if p.SSF == participant && p.Op == "scan" && strings.HasPrefix(p.Key.Partition, "x|") {
+				end = p.Instance
+				break
+			}
+		}
+		if end == "" {
+			t.Fatalf("%s: no end read the transaction's record", participant)
+		}
+		for _, p := range log.points {
+			if p.SSF != participant || p.Instance != end {
+				continue
+			}
+			if p.Op == "scan" && strings.HasPrefix(p.Key.Partition, "x|") {
+				break
+			}
+			if written(p) {
+				t.Errorf("%s: the end wrote %s before it read the transaction's record: its intent should ride its first commit", participant, p.Key)
+			}
+		}
+	}
+}
+
 // endRendezvous holds the first request of each participant's end until every participant's
 // end has begun, or gives up after a while and says so: the participants' ends of one
 // transaction go out side by side, not one after the other. Instances are told apart by order
