@@ -507,10 +507,11 @@ func (rt *Runtime) deferredIntent(ctx context.Context, f *fence, req Request) (*
 }
 
 // defersIntent reports whether a request's instance may run before its intent is written
-// (deferredIntent): a synchronous call's fresh instance that takes no locks (no transaction;
-// a transaction's end only releases them) and is not on the held path.
+// (deferredIntent): a synchronous call's fresh instance not on the held path. One that takes
+// locks writes its intent with its first lock (a transaction's participant: its lock step's
+// flush carries the creation) or before it (Env.Lock, BeginTx: markLocks, begin).
 func (rt *Runtime) defersIntent(req Request) bool {
-	return req.Fresh && req.Sent == 0 && req.Caller != nil && !req.Async && req.Tx == nil && !rt.holderRetries(req)
+	return req.Fresh && req.Sent == 0 && req.Caller != nil && !req.Async && !rt.holderRetries(req)
 }
 
 // creation is a new instance's intent and index entry, not yet written.

@@ -218,7 +218,9 @@ func (e *Env) lockStep(table, key, owner string, start int64, val []byte) (ok, r
 	if err := e.markLocks(); err != nil {
 		return false, false, err
 	}
-	step, err := e.begin()
+	// The lock is taken by a logged write, whose flush carries a called participant's intent
+	// creation (deferredIntent): the lock exists only with the intent.
+	step, err := e.beginQueued()
 	if err != nil {
 		return false, false, err
 	}

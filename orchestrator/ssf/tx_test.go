@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -612,32 +613,58 @@ func TestCalledInstanceThatLocksFirstIsNeverGivenUp(t *testing.T) {
 	noLocks(t, rts)
 }
 
-// pointLog records every fault point, in order.
-type pointLog struct {
-	mu     sync.Mutex
-	points []ssf.FaultPoint
+// requestLog is a store that batches (store.Batcher) and records the keys each write request
+// carries, in order.
+type requestLog struct {
+	store.Driver
+	mu       *sync.Mutex
+	requests *[][]store.Key
 }
 
-func (l *pointLog) Inject(_ context.Context, p ssf.FaultPoint) error {
+func newRequestLog() (*store.Table, *[][]store.Key) {
+	requests := &[][]store.Key{}
+	d := requestLog{Driver: memstore.New(memstore.DefaultMaxRowBytes), mu: &sync.Mutex{}, requests: requests}
+	return store.NewTable(d, "mem://requests"), requests
+}
+
+func (l requestLog) record(keys ...store.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.points = append(l.points, p)
-	return nil
+	*l.requests = append(*l.requests, keys)
 }
 
-// A transaction's end writes nothing before its first commit: the owner names the ends it
-// sends to the participants by their steps (no invoke-log entry is written for them), and each
-// participant's end reads the transaction's record before it writes anything, so that its
-// intent's creation rides its first commit.
-func TestTransactionEndsWriteNothingBeforeTheirFirstCommit(t *testing.T) {
+func (l requestLog) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	l.record(key)
+	return l.Driver.Update(ctx, key, cond, upd)
+}
+
+func (l requestLog) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
+	keys := make([]store.Key, len(ups))
+	for i, u := range ups {
+		keys[i] = u.Key
+	}
+	l.record(keys...)
+	return store.UpdateEach(ctx, l.Driver, ups)
+}
+
+// A transaction writes no intent on its own but the owner's: the owner names the ends it sends
+// to the participants by their steps (no invoke-log entry is written for them), and each
+// participant's instance in the transaction, and each participant's end, writes its intent's
+// creation with its first flush (the transaction's record and the lock; the end's logged read
+// of the record and its first commit), not in a request of its own.
+func TestTransactionWritesNoIntentOnItsOwn(t *testing.T) {
 	h := local.NewHost()
 	t.Cleanup(h.Close)
-	log := &pointLog{}
 	rts := map[string]*ssf.Runtime{}
+	requests := map[string]*[][]store.Key{}
 	for _, name := range []string{"hotel", "flight"} {
-		rts[name] = addConfig(t, h, ssf.Config{Name: name, Store: newTable(), Handler: accounts, Faults: log})
+		tbl, reqs := newRequestLog()
+		requests[name] = reqs
+		rts[name] = addConfig(t, h, ssf.Config{Name: name, Store: tbl, Handler: accounts})
 	}
-	rts["trip"] = addConfig(t, h, ssf.Config{Name: "trip", Store: newTable(), Faults: log,
+	tbl, reqs := newRequestLog()
+	requests["trip"] = reqs
+	rts["trip"] = addConfig(t, h, ssf.Config{Name: "trip", Store: tbl,
 		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
 			if err := env.BeginTx(); err != nil {
 				return nil, err
@@ -654,39 +681,30 @@ func TestTransactionEndsWriteNothingBeforeTheirFirstCommit(t *testing.T) {
 		t.Fatalf("trip: %+v %v, want it committed", res, err)
 	}
 	noLocks(t, rts)
-	written := func(p ssf.FaultPoint) bool {
-		return !p.After && (p.Op == "update" || p.Op == "batch" || p.Op == "delete")
-	}
 	entries := 0
-	for _, p := range log.points {
-		if p.SSF == "trip" && written(p) && strings.HasPrefix(p.Key.Sort, "v|") {
-			entries++
+	for _, keys := range *requests["trip"] {
+		for _, k := range keys {
+			if strings.HasPrefix(k.Sort, "v|") {
+				entries++
+			}
 		}
 	}
 	if entries != 2 { // the calls of the participants, in the transaction
 		t.Errorf("the owner wrote %d invoke-log entries, want 2: the ends' calls are named by their steps", entries)
 	}
 	for _, participant := range []string{"hotel", "flight"} {
-		end := ""
-		for _, p := range log.points {
-			if p.SSF == participant && p.Op == "scan" && strings.HasPrefix(p.Key.Partition, "x|") {
-				end = p.Instance
-				break
+		creations := 0
+		for _, keys := range *requests[participant] {
+			if !slices.ContainsFunc(keys, func(k store.Key) bool { return strings.HasPrefix(k.Partition, "p|") }) {
+				continue // not an intent's creation (with its pending-index entry)
+			}
+			creations++
+			if len(keys) == 2 {
+				t.Errorf("%s: an intent was created in a request of its own (%v): it should ride the instance's first flush", participant, keys)
 			}
 		}
-		if end == "" {
-			t.Fatalf("%s: no end read the transaction's record", participant)
-		}
-		for _, p := range log.points {
-			if p.SSF != participant || p.Instance != end {
-				continue
-			}
-			if p.Op == "scan" && strings.HasPrefix(p.Key.Partition, "x|") {
-				break
-			}
-			if written(p) {
-				t.Errorf("%s: the end wrote %s before it read the transaction's record: its intent should ride its first commit", participant, p.Key)
-			}
+		if creations != 2 { // the participant's instance in the transaction, and the end
+			t.Errorf("%s: %d intent creations, want 2", participant, creations)
 		}
 	}
 }
