@@ -497,13 +497,9 @@ func TestEndingATransactionTwiceChangesNothing(t *testing.T) {
 // given up while unfinished either: only its end releases the participant's locks. The intent
 // collector keeps relaunching it past MaxAttempts until it finishes and ends the transaction.
 func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
-	c := testclock.New(time.Unix(1e9, 0))
-	h := local.NewHost()
-	h.Sequential = true
-	t.Cleanup(h.Close)
+	c, h, base := relaunchWorld(t)
 	var broken atomic.Bool
 	broken.Store(true)
-	base := ssf.Config{Lifetime: time.Minute, GCBound: 2 * time.Minute, RelaunchDelay: time.Second, Clock: c, Logger: quietLogger()}
 	participant, owner := base, base
 	participant.Name, participant.Store, participant.Handler = "acct", newTable(), accounts
 	owner.Name, owner.Store, owner.MaxAttempts = "owner", newTable(), 1
@@ -519,30 +515,14 @@ func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
 		}
 		return env.EndTx()
 	}
-	rts := map[string]*ssf.Runtime{}
-	for _, cfg := range []ssf.Config{participant, owner} {
-		rts[cfg.Name] = addConfig(t, h, cfg)
-	}
+	rts := failFirst(t, h, "owner", "o-1", participant, owner)
+	relaunchHourly(t, h, c, rts["owner"], 4)
 	ctx := context.Background()
-	if _, err := h.Invoke(ctx, "owner", "o-1", nil); err == nil {
-		t.Fatal("the owner's first execution should have failed")
-	}
-	for range 4 {
-		c.Advance(time.Hour)
-		if _, err := rts["owner"].CollectIntents(ctx); err != nil {
-			t.Fatal(err)
-		}
-		h.Wait()
-	}
 	if st, err := rts["owner"].Intent(ctx, "o-1"); err != nil || st.Done || rts["owner"].Stats().GaveUp != 0 {
 		t.Fatalf("the owner of an open transaction was given up: %+v %v; its participant's lock would stay held", st, err)
 	}
 	broken.Store(false)
-	c.Advance(time.Hour)
-	if _, err := rts["owner"].CollectIntents(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.Wait()
+	relaunchHourly(t, h, c, rts["owner"], 1)
 	if st, err := rts["owner"].Intent(ctx, "o-1"); err != nil || !st.Done || string(st.Result.Output) != "true" {
 		t.Fatalf("the owner: %+v %v, want it finished with its transaction committed", st, err)
 	}
@@ -556,13 +536,9 @@ func TestTransactionOwnersAreNeverGivenUp(t *testing.T) {
 // (the call is fresh): the intent must still say that it holds locks, so that the intent
 // collector never gives it up while it holds one, however many relaunches fail.
 func TestCalledInstanceThatLocksFirstIsNeverGivenUp(t *testing.T) {
-	c := testclock.New(time.Unix(1e9, 0))
-	h := local.NewHost()
-	h.Sequential = true
-	t.Cleanup(h.Close)
+	c, h, base := relaunchWorld(t)
 	var broken atomic.Bool
 	broken.Store(true)
-	base := ssf.Config{Lifetime: time.Minute, GCBound: 2 * time.Minute, RelaunchDelay: time.Second, Clock: c, Logger: quietLogger()}
 	locker, caller := base, base
 	locker.Name, locker.Store, locker.MaxAttempts = "locker", newTable(), 1
 	// Every relaunch dies reading the intent, before its handler runs: only the first
@@ -586,31 +562,49 @@ func TestCalledInstanceThatLocksFirstIsNeverGivenUp(t *testing.T) {
 	caller.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
 		return env.SyncInvoke("locker", nil)
 	}
-	rts := map[string]*ssf.Runtime{}
-	for _, cfg := range []ssf.Config{locker, caller} {
-		rts[cfg.Name] = addConfig(t, h, cfg)
-	}
-	ctx := context.Background()
-	if _, err := h.Invoke(ctx, "caller", "c-1", nil); err == nil {
-		t.Fatal("the caller's first execution should have failed")
-	}
-	for range 4 {
-		c.Advance(time.Hour)
-		if _, err := rts["locker"].CollectIntents(ctx); err != nil {
-			t.Fatal(err)
-		}
-		h.Wait()
-	}
+	rts := failFirst(t, h, "caller", "c-1", locker, caller)
+	relaunchHourly(t, h, c, rts["locker"], 4)
 	if gaveUp := rts["locker"].Stats().GaveUp; gaveUp != 0 {
 		t.Fatalf("the called instance holding a lock was given up (%d); its lock would stay held", gaveUp)
 	}
 	broken.Store(false)
-	c.Advance(time.Hour)
-	if _, err := rts["locker"].CollectIntents(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.Wait()
+	relaunchHourly(t, h, c, rts["locker"], 1)
 	noLocks(t, rts)
+}
+
+// relaunchWorld is a host running one request at a time on a manual clock, and the base of
+// configurations whose intent collector relaunches within a second.
+func relaunchWorld(t *testing.T) (*testclock.Manual, *local.Host, ssf.Config) {
+	c := testclock.New(time.Unix(1e9, 0))
+	h := local.NewHost()
+	h.Sequential = true
+	t.Cleanup(h.Close)
+	return c, h, ssf.Config{Lifetime: time.Minute, GCBound: 2 * time.Minute, RelaunchDelay: time.Second, Clock: c, Logger: quietLogger()}
+}
+
+// failFirst adds the SSFs and invokes instance id of SSF name, whose first execution must fail.
+func failFirst(t *testing.T, h *local.Host, name, id string, cfgs ...ssf.Config) map[string]*ssf.Runtime {
+	t.Helper()
+	rts := map[string]*ssf.Runtime{}
+	for _, cfg := range cfgs {
+		rts[cfg.Name] = addConfig(t, h, cfg)
+	}
+	if _, err := h.Invoke(context.Background(), name, id, nil); err == nil {
+		t.Fatalf("the first execution of %s's %s should have failed", name, id)
+	}
+	return rts
+}
+
+// relaunchHourly lets the intent collector of rt run rounds times, an hour apart.
+func relaunchHourly(t *testing.T, h *local.Host, c *testclock.Manual, rt *ssf.Runtime, rounds int) {
+	t.Helper()
+	for range rounds {
+		c.Advance(time.Hour)
+		if _, err := rt.CollectIntents(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+	}
 }
 
 // requestLog is a store that batches (store.Batcher) and records the keys each write request
