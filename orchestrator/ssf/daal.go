@@ -105,6 +105,8 @@ type daalOutcome struct {
 	// committed is the value a commitTxValue write made the item's, when it applied here
 	// (nil for a row without an uncommitted value, or a replay).
 	committed []byte
+	// row is the row as this write left it, when it applied here (nil for a replay).
+	row store.Attrs
 }
 
 type lockChange struct {
@@ -289,6 +291,7 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 				return daalOutcome{}, err
 			}
 			if r.Applied {
+				out.row = r.Attrs
 				return out, nil // case B (B1 or B2)
 			}
 			if r.Attrs == nil {

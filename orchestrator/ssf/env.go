@@ -236,8 +236,10 @@ func (e *Env) Read(table, key string) (_ json.RawMessage, err error) {
 	if err := validItem(table, key); err != nil {
 		return nil, err
 	}
+	var locked store.Attrs // the item's row as the lock step this read took left it
 	if e.tx != nil {
-		if _, err := e.txLock(table, key, nil); err != nil {
+		var err error
+		if _, locked, err = e.txLock(table, key, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -250,9 +252,14 @@ func (e *Env) Read(table, key string) (_ json.RawMessage, err error) {
 		var version int64
 		var shadow bool
 		var err error
-		if e.tx != nil {
+		switch {
+		case locked != nil:
+			// Under the lock it just took, the transaction sees what the lock step saw: no
+			// read of its own.
+			v, version, shadow = valueInTx(e, locked)
+		case e.tx != nil:
 			v, version, shadow, err = e.rt.readInTx(e, table, key)
-		} else {
+		default:
 			v, version, err = e.rt.readValue(e.ctx, table, key)
 		}
 		if err != nil || !e.rt.capturing() {

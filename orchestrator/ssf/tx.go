@@ -172,16 +172,16 @@ func (e *Env) Lock(table, key string) (err error) {
 		return err
 	}
 	if e.tx != nil {
-		_, err := e.txLock(table, key, nil)
+		_, _, err := e.txLock(table, key, nil)
 		return err
 	}
 	owner := "instance:" + e.id
 	for {
-		ok, replayed, err := e.lockStep(table, key, owner, e.start, nil)
-		if err != nil || ok {
+		out, err := e.lockStep(table, key, owner, e.start, nil)
+		if err != nil || out.applied {
 			return err
 		}
-		if !replayed {
+		if !out.replayed {
 			holder, err := e.currentLock(table, key)
 			if err != nil {
 				return e.fail(err)
@@ -211,18 +211,19 @@ func (e *Env) Unlock(table, key string) (err error) {
 }
 
 // lockStep is one logged attempt to take the item's lock for owner, and with it, if val is not
-// nil, to write val as owner's uncommitted value (see txWrite; both apply or neither). replayed
-// reports that the outcome came from the log: a re-execution must not sleep again through waits
-// it already waited, or a wait longer than the lifetime bound could never be replayed to its end.
-func (e *Env) lockStep(table, key, owner string, start int64, val []byte) (ok, replayed bool, err error) {
+// nil, to write val as owner's uncommitted value (see txWrite; both apply or neither): applied
+// if it took the lock. replayed reports that the outcome came from the log: a re-execution must
+// not sleep again through waits it already waited, or a wait longer than the lifetime bound
+// could never be replayed to its end.
+func (e *Env) lockStep(table, key, owner string, start int64, val []byte) (daalOutcome, error) {
 	if err := e.markLocks(); err != nil {
-		return false, false, err
+		return daalOutcome{}, err
 	}
 	// The lock is taken by a logged write, whose flush carries a called participant's intent
 	// creation (deferredIntent): the lock exists only with the intent.
 	step, err := e.beginQueued()
 	if err != nil {
-		return false, false, err
+		return daalOutcome{}, err
 	}
 	// Taking a lock is an effect others see: the reads before it are logged first.
 	free := func(a store.Attrs) bool { o, held := a[attrLockOwner]; return !held || o == owner }
@@ -231,8 +232,7 @@ func (e *Env) lockStep(table, key, owner string, start int64, val []byte) (ok, r
 		w = e.txValueWrite(table, key, val, free)
 	}
 	w.lock = &lockChange{owner: owner, start: start}
-	out, err := e.logAndWrite(dataPartition(table, key), step, w)
-	return out.applied, out.replayed, err
+	return e.logAndWrite(dataPartition(table, key), step, w)
 }
 
 // markLocks records on the intent that the instance takes locks of its own (Env.Lock, or a
@@ -295,36 +295,38 @@ func (e *Env) awaitRelease(table, key string, holder lockHolder) error {
 // txLock takes the item's lock for the transaction, once per execution (Beldi Fig. 11): if
 // another transaction holds it, an older requester waits and a younger one dies (wait-die), so
 // no deadlock can form. A write that takes the lock passes its value (val not nil), to write it
-// with the lock in one step; written reports that it did.
-func (e *Env) txLock(table, key string, val []byte) (written bool, err error) {
+// with the lock in one step; written reports that it did. row is the item's row as the lock
+// step that took the lock left it, when this call took it and not in a replay (nil otherwise):
+// under the lock, the value a read in the transaction sees.
+func (e *Env) txLock(table, key string, val []byte) (written bool, row store.Attrs, err error) {
 	tx := e.tx
 	if tx.aborted != nil {
-		return false, tx.aborted
+		return false, nil, tx.aborted
 	}
 	item := table + "|" + key
 	if tx.locked[item] {
-		return false, nil
+		return false, nil, nil
 	}
 	// Record the item first, so that commit or abort finds it even if the lock is taken and the
 	// execution dies at once. The record is idempotent, not a step.
 	e.record(tx.ctx.ID, "k|"+item)
 	for {
-		ok, replayed, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start, val)
+		out, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start, val)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
-		if ok {
+		if out.applied {
 			tx.locked[item] = true
-			return val != nil, nil
+			return val != nil, out.row, nil
 		}
 		holder, err := e.lockHolder(table, key)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		if holder.Owner != "" && tx.ctx.youngerThan(holder.Owner, holder.Start) {
 			tx.aborted = &TxAbortedError{TxID: tx.ctx.ID, Start: tx.ctx.Start, Reason: "wait-die",
 				Item: table + "/" + key, Holder: holder.Owner, HolderStart: holder.Start}
-			return false, tx.aborted
+			return false, nil, tx.aborted
 		}
 		if holder.Owner == "" || holder.Owner == tx.ctx.ID {
 			// Free (or ours) when read: the lock was released since the attempt, or the value did
@@ -333,9 +335,9 @@ func (e *Env) txLock(table, key string, val []byte) (written bool, err error) {
 			val = nil
 			continue
 		}
-		if !replayed {
+		if !out.replayed {
 			if err := e.awaitRelease(table, key, holder); err != nil {
-				return false, err
+				return false, nil, err
 			}
 		}
 	}
@@ -397,15 +399,21 @@ func (rt *Runtime) readInTx(e *Env, table, key string) (v []byte, version int64,
 	if err != nil || len(rows) == 0 {
 		return nil, 0, false, err
 	}
-	a := rows[0].Attrs
+	v, version, shadow = valueInTx(e, rows[0].Attrs)
+	return v, version, shadow, nil
+}
+
+// valueInTx is the value a read in the transaction sees in the item's last row a: the
+// transaction's uncommitted value if it wrote one, else the committed value and its version.
+func valueInTx(e *Env, a store.Attrs) (v []byte, version int64, shadow bool) {
 	if tv, ok := a[attrTxValue].([]byte); ok && a[attrLockOwner] == e.tx.ctx.ID {
 		if bytes.Equal(tv, []byte("null")) {
 			tv = nil
 		}
-		return tv, 0, true, nil
+		return tv, 0, true
 	}
 	v, _ = a[attrValue].([]byte)
-	return v, itemVersion(a), false, nil
+	return v, itemVersion(a), false
 }
 
 // txWrite writes an item inside the transaction: under the item's lock, as the transaction's
@@ -414,7 +422,7 @@ func (rt *Runtime) readInTx(e *Env, table, key string) (v []byte, version int64,
 // fit is logged as not applied and fails, the same way in every execution.
 // The first write of an item in the execution takes its lock in the same step.
 func (e *Env) txWrite(table, key string, val []byte) error {
-	if written, err := e.txLock(table, key, val); err != nil || written {
+	if written, _, err := e.txLock(table, key, val); err != nil || written {
 		return err
 	}
 	step, err := e.begin()

@@ -607,6 +607,57 @@ func relaunchHourly(t *testing.T, h *local.Host, c *testclock.Manual, rt *ssf.Ru
 	}
 }
 
+// A read in a transaction that takes the item's lock reads what the lock step saw in the row it
+// locked: the item is scanned by the lock step and by the write, not by the read too.
+func TestReadInATransactionReadsWhatItsLockSaw(t *testing.T) {
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	var mu sync.Mutex
+	scans := map[string]int{} // instance -> scans of the item
+	count := faultFunc(func(p ssf.FaultPoint) error {
+		if !p.After && p.Op == "scan" && p.Key.Partition == "d|bal|a" {
+			mu.Lock()
+			scans[p.Instance]++
+			mu.Unlock()
+		}
+		return nil
+	})
+	rts := map[string]*ssf.Runtime{"acct": addConfig(t, h, ssf.Config{Name: "acct", Store: newTable(), Handler: accounts, Faults: count})}
+	if _, err := h.Invoke(context.Background(), "acct", "open-a", map[string]any{"account": "a", "set": 7}); err != nil {
+		t.Fatal(err)
+	}
+	rts["trip"] = addConfig(t, h, ssf.Config{Name: "trip", Store: newTable(),
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			if err := env.BeginTx(); err != nil {
+				return nil, err
+			}
+			res, err := env.SyncInvoke("acct", map[string]any{"account": "a", "delta": 1})
+			if err != nil {
+				return nil, err
+			}
+			if _, err := env.EndTx(); err != nil {
+				return nil, err
+			}
+			return res, nil
+		}})
+	res, err := h.Invoke(context.Background(), "trip", "t-1", nil)
+	if err != nil || string(res.Output) != "8" {
+		t.Fatalf("trip: %s %v, want the participant's 7 + 1", res.Output, err)
+	}
+	if got := balances(t, rts["acct"])["bal/a"]; got != "8" {
+		t.Fatalf("a = %s after the commit, want 8", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var participant int
+	for _, n := range scans { // the participant's instance scans first; the end scans once
+		participant = max(participant, n)
+	}
+	if participant != 2 {
+		t.Errorf("the participant scanned the item %d times, want 2 (its lock step and its write): %v", participant, scans)
+	}
+}
+
 // requestLog is a store that batches (store.Batcher) and records the keys each write request
 // carries, in order.
 type requestLog struct {
