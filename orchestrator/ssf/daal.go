@@ -105,7 +105,8 @@ type daalOutcome struct {
 	// committed is the value a commitTxValue write made the item's, when it applied here
 	// (nil for a row without an uncommitted value, or a replay).
 	committed []byte
-	// row is the row as this write left it, when it applied here (nil for a replay).
+	// row is the row as this execution's update of it left it (case B, applied or not; nil for
+	// a replay).
 	row store.Attrs
 }
 
