@@ -434,8 +434,8 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 		return loggedCall{}, err
 	}
 	logRow := invokeLogKey(e.id, step)
-	if tx == nil && !async {
-		return e.derivedCall(callee, in, step, logRow, builtin)
+	if !async {
+		return e.derivedCall(callee, in, step, logRow, tx, builtin)
 	}
 	var at int64
 	if e.rt.capturing() {
@@ -461,7 +461,7 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 	return loggedCall{callee: callee, logRow: logRow, req: req}, nil
 }
 
-// derivedCall is a synchronous call outside transactions, whose callee instance is named by
+// derivedCall is a synchronous call (in a transaction or not), whose callee instance is named by
 // the call itself (calledInstanceID): every execution of this step sends the same id, so
 // nothing needs to be written before the call (Beldi logs a drawn id first: one commit per
 // call). The callee answers with the result that stands, from its done intent or tombstone
@@ -473,7 +473,7 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 // other one started after the intent existed and may follow another that called already. The
 // creator needs no look: a result is called back only after the callee was done for T, and
 // the callee was called after the creator started, which fences it by then.
-func (e *Env) derivedCall(callee string, in []byte, step int, logRow store.Key, builtin string) (loggedCall, error) {
+func (e *Env) derivedCall(callee string, in []byte, step int, logRow store.Key, tx *TxContext, builtin string) (loggedCall, error) {
 	calleeID := calledInstanceID(e.rt.cfg.Name, e.id, e.incarnation, step, callee)
 	found := false
 	if e.replaying {
@@ -501,12 +501,12 @@ func (e *Env) derivedCall(callee string, in []byte, step int, logRow store.Key, 
 		// Provenance's record of the call, written with the next batch of log entries.
 		e.unlogged = append(e.unlogged, unloggedEntry{step: step, call: &callRecord{callee: callee, calleeID: calleeID}, at: e.rt.now()})
 	}
-	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Builtin: builtin,
+	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Tx: tx, Builtin: builtin,
 		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx), Fresh: !e.replaying}
 	return loggedCall{callee: callee, logRow: logRow, req: req}, nil
 }
 
-// calledInstanceID names the callee instance of a synchronous call outside transactions: the
+// calledInstanceID names the callee instance of a synchronous call: the
 // caller's SSF, instance and incarnation (an id reused after collection calls new instances),
 // the step and the callee.
 func calledInstanceID(caller, id, incarnation string, step int, callee string) string {

@@ -692,8 +692,8 @@ func (l requestLog) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([
 	return store.UpdateEach(ctx, l.Driver, ups)
 }
 
-// A transaction writes no intent on its own but the owner's: the owner names the ends it sends
-// to the participants by their steps (no invoke-log entry is written for them), and each
+// A transaction writes no intent on its own but the owner's: the owner names the participants it
+// calls and the ends it sends them by their steps (no invoke-log entry is written for them), and each
 // participant's instance in the transaction, and each participant's end, writes its intent's
 // creation with its first flush (the transaction's record and the lock; the end's logged read
 // of the record and its first commit), not in a request of its own.
@@ -734,8 +734,8 @@ func TestTransactionWritesNoIntentOnItsOwn(t *testing.T) {
 			}
 		}
 	}
-	if entries != 2 { // the calls of the participants, in the transaction
-		t.Errorf("the owner wrote %d invoke-log entries, want 2: the ends' calls are named by their steps", entries)
+	if entries != 0 {
+		t.Errorf("the owner wrote %d invoke-log entries, want none: its calls of the participants and of their ends are named by their steps", entries)
 	}
 	for _, participant := range []string{"hotel", "flight"} {
 		creations := 0
