@@ -253,3 +253,31 @@ func TestBucketSweep(t *testing.T) {
 	// The log still reads back whole.
 	newServiceWith(t, tbl, Config{Blobs: b})
 }
+
+// The writer of a large entry applies it without reading it back: its object must count as
+// named all the same, or the writer's own sweep deletes a live entry's object, and every replica
+// that reads the entry later finds it missing. No tick runs here, so no catch-up reads it.
+func TestSweepKeepsTheWritersOwnObject(t *testing.T) {
+	ctx := context.Background()
+	b := memBucket(t)
+	tbl, err := store.Open(ctx, "mem://coord-own-"+randomHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	s, err := New(ctx, tbl, Config{Blobs: b, BlobSweep: -1, Tick: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, _, err := s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: "/big", Data: make([]byte, MaxData), ACL: OpenACLUnsafe}); err != nil {
+		t.Fatal(err)
+	}
+	logged := objects(t, b)
+	if n, err := s.sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("sweep deleted %d (%v) of %v, want none: the entry names its object", n, err, logged)
+	}
+	if got := objects(t, b); !slices.Equal(got, logged) {
+		t.Fatalf("objects after the sweep: %v, want %v", got, logged)
+	}
+}

@@ -500,9 +500,7 @@ func (s *Service) readTxn(ctx context.Context, zxid int64) (*txn, bool, error) {
 		if want, _ := a["sha256"].(string); hex.EncodeToString(sum[:]) != want {
 			return nil, false, &badEntry{fmt.Errorf("coord: log entry %d: object %s is not the one logged (SHA-256 %x, logged %s)", zxid, key, sum, want)}
 		}
-		s.namedMu.Lock()
-		s.named[key] = true
-		s.namedMu.Unlock()
+		s.markNamed(key)
 		enc = b
 	} else if blob, ok := a["blob"].(string); ok {
 		parts, _ := a["parts"].(int64)
@@ -573,12 +571,26 @@ func (s *Service) appendTxn(ctx context.Context, zxid int64, t *txn) (bool, erro
 		if got.Nonce != t.Nonce {
 			return lost()
 		}
+		s.markNamed(object)
 		return true, nil
 	}
 	if !r.Applied {
 		return lost()
 	}
+	// The writer applies its entry without reading it back (applyOwn), and the sweep counts an
+	// applied entry's object as live only if it is named: before the entry is applied.
+	s.markNamed(object)
 	return true, nil
+}
+
+// markNamed records that a log row names object ("": none), so the sweep keeps it.
+func (s *Service) markNamed(object string) {
+	if object == "" {
+		return
+	}
+	s.namedMu.Lock()
+	s.named[object] = true
+	s.namedMu.Unlock()
 }
 
 // write validates t against the replica, claims the next zxid for it and applies it.
