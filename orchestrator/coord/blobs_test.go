@@ -206,12 +206,7 @@ func TestBucketObjectDamaged(t *testing.T) {
 // failure) and keeps the log's objects and those of zxids not yet taken; the tick runs it.
 func TestBucketSweep(t *testing.T) {
 	ctx := context.Background()
-	b := memBucket(t)
-	tbl, err := store.Open(ctx, "mem://coord-sweep-"+randomHex(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Close()
+	b, tbl := bucketAndTable(t)
 	s := newServer(t, tbl, Config{Blobs: b, BlobSweep: -1})
 	if _, _, err := s.Write(ctx, Caller{}, Op{Kind: OpCreate, Path: "/big", Data: make([]byte, MaxData), ACL: OpenACLUnsafe}); err != nil {
 		t.Fatal(err)
@@ -259,12 +254,7 @@ func TestBucketSweep(t *testing.T) {
 // that reads the entry later finds it missing. No tick runs here, so no catch-up reads it.
 func TestSweepKeepsTheWritersOwnObject(t *testing.T) {
 	ctx := context.Background()
-	b := memBucket(t)
-	tbl, err := store.Open(ctx, "mem://coord-own-"+randomHex(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Close()
+	b, tbl := bucketAndTable(t)
 	s, err := New(ctx, tbl, Config{Blobs: b, BlobSweep: -1, Tick: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -280,4 +270,15 @@ func TestSweepKeepsTheWritersOwnObject(t *testing.T) {
 	if got := objects(t, b); !slices.Equal(got, logged) {
 		t.Fatalf("objects after the sweep: %v, want %v", got, logged)
 	}
+}
+
+// bucketAndTable is an in-memory bucket and a fresh in-memory table, closed after the test.
+func bucketAndTable(t *testing.T) (*coordblob.Bucket, *store.Table) {
+	t.Helper()
+	tbl, err := store.Open(context.Background(), "mem://coord-blobs-"+randomHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tbl.Close() })
+	return memBucket(t), tbl
 }

@@ -337,7 +337,7 @@ func (e *Env) CondWrite(table, key string, value any, cond store.Cond) (_ bool, 
 // returned as *AppError.
 func (e *Env) SyncInvoke(callee string, input any) (_ json.RawMessage, err error) {
 	defer e.traceStep("invoke", "ssf.callee", callee)(&err)
-	res, err := e.call(callee, input, false, "")
+	res, err := e.call(callee, input, false)
 	if err != nil {
 		return nil, err
 	}
@@ -359,13 +359,13 @@ func (e *Env) AsyncInvoke(callee string, input any) (err error) {
 		// As in Beldi: a transaction's participants must report back before it ends.
 		return fmt.Errorf("%w: AsyncInvoke is %v; use SyncInvoke", ErrBadInput, errTxNotSupported)
 	}
-	_, err = e.call(callee, input, true, "")
+	_, err = e.call(callee, input, true)
 	return err
 }
 
-// call invokes callee, or one of the runtime's built-in handlers on it, as one logged step.
-func (e *Env) call(callee string, input any, async bool, builtin string) (Result, error) {
-	c, err := e.logCall(callee, input, async, builtin)
+// call invokes callee as one logged step.
+func (e *Env) call(callee string, input any, async bool) (Result, error) {
+	c, err := e.logCall(callee, input, async, "")
 	if err != nil {
 		return Result{}, err
 	}
@@ -399,8 +399,10 @@ func (c loggedCall) send(e *Env) (Result, error) {
 	return res, nil
 }
 
-// logCall takes the call's step and writes its invoke-log entry, which names the callee's
-// instance, or finds the entry an earlier execution wrote, with the result if one came back.
+// logCall takes the call's step and names the callee's instance (or one of the runtime's
+// built-in handlers on it): a synchronous call by the step itself (derivedCall); an
+// asynchronous one, which a transaction never makes, in an invoke-log entry it writes with a
+// drawn id, or finds with the result if one came back.
 func (e *Env) logCall(callee string, input any, async bool, builtin string) (loggedCall, error) {
 	if !store.ValidIdentifier(callee) {
 		return loggedCall{}, fmt.Errorf("%w: callee name %q is not a valid SSF name", ErrBadInput, callee)
@@ -456,7 +458,7 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 		}
 		return loggedCall{callee: callee, logRow: logRow, result: &res}, nil
 	}
-	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: async, Tx: tx, Builtin: builtin,
+	req := Request{Kind: KindInvoke, InstanceID: calleeID, Input: in, Async: true,
 		Caller: &CallerRef{SSF: e.rt.cfg.Name, InstanceID: e.id, Step: step}, Trace: traceparent(e.ctx), Fresh: r.Applied}
 	return loggedCall{callee: callee, logRow: logRow, req: req}, nil
 }
