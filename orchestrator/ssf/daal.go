@@ -106,8 +106,9 @@ type daalOutcome struct {
 	// (nil for a row without an uncommitted value, or a replay).
 	committed []byte
 	// row is the row as this execution's update of it left it (case B, applied or not; nil for
-	// a replay).
-	row store.Attrs
+	// a replay), and rowID its id.
+	rowID string
+	row   store.Attrs
 }
 
 type lockChange struct {
@@ -124,6 +125,11 @@ type lockChange struct {
 // when the summary cannot rule it out (a key that may be there, a row written without one)
 // does a projected scan check every row. tryWrite then works through the cases from there.
 func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (daalOutcome, error) {
+	if c, ok := rt.tails.take(st.Name(), part); ok {
+		if out, applied, err := rt.writeCached(ctx, st, part, c, lk, w); err != nil || applied {
+			return out, err
+		}
+	}
 	proj := []store.Path{store.Attr(attrNextRow), store.Attr(attrRecentWrites).Entry(lk)}
 	if w.versioned {
 		// The version to number after comes with the scan (pinned at the write), without the
@@ -269,30 +275,11 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 			cur, projected = a, false
 		}
 		if cur == nil || rt.caseB(cur, lk) {
-			w := w.committing(cur)
-			out, guard := daalOutcome{applied: true, version: -1}, rt.caseBCond(lk)
-			if w.when != nil {
-				out.applied = w.when(cur)
-				guard = store.And(guard, versionIs(cur))
-			}
-			if w.versioned {
-				out.version = itemVersion(cur)
-				if out.applied {
-					out.version++
-				}
-				if w.when == nil {
-					guard = store.And(guard, seqIs(cur))
-				}
-			}
-			if w.commitTxValue && out.applied {
-				out.committed = w.value
-			}
-			r, err := st.Update(ctx, key, guard, w.update(lk, out))
+			out, r, err := rt.caseBWrite(ctx, st, key, cur, lk, w)
 			if err != nil {
 				return daalOutcome{}, err
 			}
 			if r.Applied {
-				out.row = r.Attrs
 				return out, nil // case B (B1 or B2)
 			}
 			if r.Attrs == nil {
@@ -331,6 +318,39 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 			cur = nil
 		}
 	}
+}
+
+// caseBWrite attempts write w as case B on row key, whose state is cur (nil if unknown, for a
+// write that needs none): the update logs the step's outcome and, if it applies, makes the
+// write's changes, under the condition that the row is still in case B (and, for a write that
+// decided on cur, still at cur's version).
+func (rt *Runtime) caseBWrite(ctx context.Context, st *store.Table, key store.Key, cur store.Attrs, lk string, w daalWrite) (daalOutcome, store.UpdateResult, error) {
+	w = w.committing(cur)
+	out, guard := daalOutcome{applied: true, version: -1}, rt.caseBCond(lk)
+	if w.when != nil {
+		out.applied = w.when(cur)
+		guard = store.And(guard, versionIs(cur))
+	}
+	if w.versioned {
+		out.version = itemVersion(cur)
+		if out.applied {
+			out.version++
+		}
+		if w.when == nil {
+			guard = store.And(guard, seqIs(cur))
+		}
+	}
+	if w.commitTxValue && out.applied {
+		out.committed = w.value
+	}
+	r, err := st.Update(ctx, key, guard, w.update(lk, out))
+	if err != nil {
+		return daalOutcome{}, store.UpdateResult{}, err
+	}
+	if r.Applied {
+		out.rowID, out.row = key.Sort, r.Attrs
+	}
+	return out, r, nil
 }
 
 // caseB reports whether the row, as known, is a tail with room and without this step logged.

@@ -786,6 +786,11 @@ func uncarried(st *store.Table) *store.Table {
 	return st
 }
 
+// Presume forwards store.Presumer: it sends nothing, so it carries nothing.
+func (c *flushCarrier) Presume(key store.Key, attrs store.Attrs) bool {
+	return store.Presume(c.Driver, key, attrs)
+}
+
 func (c *flushCarrier) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
 	rs, err := c.UpdateBatch(ctx, []store.BatchUpdate{{Key: key, Cond: cond, Update: upd}})
 	if err != nil {
@@ -892,6 +897,9 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 	})
 	if err != nil {
 		return daalOutcome{}, e.fail(err)
+	}
+	if out.row != nil { // committed now: the row the next write of the item may try first
+		e.rt.tails.put(e.rt.st.Name(), part, chainRow{id: out.rowID, attrs: out.row})
 	}
 	e.flushed(kept)
 	if rec := w.record; rec != nil && (out.applied || !w.txValue) { // a transaction's write records what it keeps

@@ -117,10 +117,11 @@ type Runtime struct {
 	log              *slog.Logger
 	stats            counters
 	collectorMetrics collectorMetrics
+	tails            tailCache
 }
 
 type counters struct {
-	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, lateStarts, corruptions, steps, writeScans stat
+	executions, reexecutions, abandoned, callbacks, spuriousCallbacks, relaunched, gaveUp, lateStarts, corruptions, steps, writeScans, cachedWrites stat
 }
 
 // Stats are cumulative counters of a runtime's activity.
@@ -146,8 +147,11 @@ type Stats struct {
 	// WriteScans: item writes that scanned the item's whole list, because the last row's
 	// PriorWrites summary could not rule out that an earlier row logs the step (a replayed
 	// step, a false positive, or rows written without a summary). Every other write reads
-	// only the last row.
+	// only the last row, or none (CachedWrites).
 	WriteScans int64
+	// CachedWrites: item writes that applied to the row this runtime's last write of the item
+	// left, without reading the item first (it was still the tail).
+	CachedWrites int64
 }
 
 // New validates cfg and returns a runtime.
@@ -294,7 +298,7 @@ func (rt *Runtime) Stats() Stats {
 		Executions: rt.stats.executions.Load(), Reexecutions: rt.stats.reexecutions.Load(),
 		Abandoned: rt.stats.abandoned.Load(), Callbacks: rt.stats.callbacks.Load(),
 		SpuriousCallbacks: rt.stats.spuriousCallbacks.Load(), Relaunched: rt.stats.relaunched.Load(), GaveUp: rt.stats.gaveUp.Load(), LateStarts: rt.stats.lateStarts.Load(),
-		Corruptions: rt.stats.corruptions.Load(), Steps: rt.stats.steps.Load(), WriteScans: rt.stats.writeScans.Load(),
+		Corruptions: rt.stats.corruptions.Load(), Steps: rt.stats.steps.Load(), WriteScans: rt.stats.writeScans.Load(), CachedWrites: rt.stats.cachedWrites.Load(),
 	}
 }
 
