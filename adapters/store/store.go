@@ -134,12 +134,14 @@ type BlindDeleter interface {
 }
 
 // Presumer is an optional interface of the Driver a Transactor hands its function
-// (PostgreSQL): Presume tells the transaction that key's row holds exactly attrs (the caller
-// wrote them, in an update whose result said so), so that it may plan the transaction's
-// updates of the row on them without reading it first. An update planned so applies only if
-// the row still holds those bytes; where it does not, the driver decides the update on the
-// row's current state, as if nothing had been presumed (it may run the function again to do
-// so). Presume reports whether the driver took the presumption.
+// (PostgreSQL), or of a Driver itself (SQLite): Presume tells the driver that key's row holds
+// exactly attrs (the caller wrote them, in an update whose result said so), so that it may plan
+// the next update of the row (in a transaction: the transaction's updates of it) on them
+// without reading it first. An update planned so applies only if the row still holds those
+// bytes; where it does not, the driver decides the update on the row's current state, as if
+// nothing had been presumed (it may run the function again to do so). A presumption is only
+// ever a hint: whichever update of the key takes it is decided right. Presume reports whether
+// the driver took the presumption; the caller must not change attrs afterwards.
 type Presumer interface {
 	Presume(key Key, attrs Attrs) bool
 }

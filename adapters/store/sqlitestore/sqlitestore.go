@@ -53,8 +53,21 @@ type Driver struct {
 	limits store.Limits
 	closed atomic.Bool
 
-	get, scan, scanDesc, put, del *sql.Stmt
+	get, scan, scanDesc, put, del, swap *sql.Stmt
+
+	presumedMu sync.Mutex
+	presumed   map[store.Key]presumedRow // store.Presumer
 }
+
+// presumedRow is a row as a caller presumed it (Presume), and its bytes.
+type presumedRow struct {
+	attrs store.Attrs
+	blob  []byte
+}
+
+// maxPresumed bounds the presumptions kept; an update normally takes its own at once, and a
+// presumption is only ever a hint, so past this they are all dropped.
+const maxPresumed = 256
 
 // sharedConn is the process's single connection to one database file.
 type sharedConn struct {
@@ -212,6 +225,7 @@ func (d *Driver) init(ctx context.Context) error {
 		{&d.scanDesc, `SELECT sk, attrs FROM ` + t + ` WHERE pk = ? ORDER BY sk DESC LIMIT ?`},
 		{&d.put, `INSERT INTO ` + t + ` (pk, sk, attrs) VALUES (?, ?, ?) ON CONFLICT (pk, sk) DO UPDATE SET attrs = excluded.attrs`},
 		{&d.del, `DELETE FROM ` + t + ` WHERE pk = ? AND sk = ?`},
+		{&d.swap, `UPDATE ` + t + ` SET attrs = ? WHERE pk = ? AND sk = ? AND attrs = ?`},
 	} {
 		stmt, err := d.conn.db.PrepareContext(ctx, s.sql)
 		if err != nil {
@@ -260,11 +274,58 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 }
 
 func (d *Driver) update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
-	rs, err := d.inTx(ctx, []store.BatchUpdate{{Key: key, Cond: cond, Update: upd}})
+	u := store.BatchUpdate{Key: key, Cond: cond, Update: upd}
+	if p, ok := d.takePresumed(key); ok {
+		if r, swapped, err := d.swapPresumed(ctx, u, p); err != nil || swapped {
+			return r, err
+		}
+	}
+	rs, err := d.inTx(ctx, []store.BatchUpdate{u})
 	if err != nil {
 		return store.UpdateResult{}, err
 	}
 	return rs[0], nil
+}
+
+// Presume implements store.Presumer: the caller believes key's row holds exactly attrs (an
+// update's result said so), and the next update of key tries them first: the update is decided
+// on attrs and sent as one compare-and-swap statement on their bytes, with no transaction of its
+// own around a read. Where the row is other bytes (or the update does not apply on attrs) it is
+// decided on the row as it is, in a transaction, as without the presumption. Whichever update of
+// key comes next takes the presumption, which is right for any of them: the swap applies only
+// on the very row the update was decided on. The caller must not change attrs afterwards.
+func (d *Driver) Presume(key store.Key, attrs store.Attrs) bool {
+	blob := store.EncodeAttrs(attrs)
+	d.presumedMu.Lock()
+	defer d.presumedMu.Unlock()
+	if d.presumed == nil || len(d.presumed) >= maxPresumed {
+		d.presumed = make(map[store.Key]presumedRow)
+	}
+	d.presumed[key] = presumedRow{attrs: attrs, blob: blob}
+	return true
+}
+
+func (d *Driver) takePresumed(key store.Key) (presumedRow, bool) {
+	d.presumedMu.Lock()
+	defer d.presumedMu.Unlock()
+	p, ok := d.presumed[key]
+	delete(d.presumed, key)
+	return p, ok
+}
+
+// swapPresumed applies u as a compare-and-swap of the presumed row p, and reports whether it
+// did; false (with no error) when u does not apply on p or the row is no longer p.
+func (d *Driver) swapPresumed(ctx context.Context, u store.BatchUpdate, p presumedRow) (store.UpdateResult, bool, error) {
+	res, blob, err := u.Evaluate(p.attrs, true, d.limits.MaxRowBytes)
+	if err != nil || !res.Applied {
+		return store.UpdateResult{}, false, nil // decided on the row as it is instead
+	}
+	r, err := d.swap.ExecContext(ctx, blob, u.Key.Partition, u.Key.Sort, p.blob)
+	if err != nil {
+		return store.UpdateResult{}, false, err
+	}
+	n, err := r.RowsAffected()
+	return res, err == nil && n == 1, err
 }
 
 // UpdateBatch implements store.Batcher: every update in one transaction, so one commit.
@@ -423,7 +484,7 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, s := range []*sql.Stmt{d.get, d.scan, d.scanDesc, d.put, d.del} {
+	for _, s := range []*sql.Stmt{d.get, d.scan, d.scanDesc, d.put, d.del, d.swap} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

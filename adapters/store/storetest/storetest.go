@@ -64,6 +64,7 @@ func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
 		{"ConcurrentAdd", testConcurrentAdd},
 		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
 		{"ConcurrentConditionalDelete", testConcurrentConditionalDelete},
+		{"PresumptionsAreOnlyHints", testPresumptions},
 	}
 	// Optional interfaces get their own tests when the driver has them.
 	var transactor, sqlTransactor bool
@@ -633,6 +634,58 @@ func testScanReverseLimit(t suite.T, d store.Driver) {
 
 // Inside Transact, reads see the transaction's own writes, conditions keep their meaning, and
 // everything lands at the commit.
+// An update after a presumption (store.Presumer, on the driver or a transaction's driver) is
+// decided on the row as the store holds it, whatever was presumed: exactly, a row that changed
+// since, attributes on which the condition comes out the other way, a row that is gone.
+func testPresumptions(t suite.T, d store.Driver) {
+	h := h{t, d}
+	ways := map[string]func(fn func(store.Driver) error) error{}
+	if _, ok := d.(store.Presumer); ok {
+		ways["driver"] = func(fn func(store.Driver) error) error { return fn(d) }
+	}
+	if tr, ok := d.(store.Transactor); ok {
+		ways["transaction"] = func(fn func(store.Driver) error) error { return tr.Transact(t.Context(), fn) }
+	}
+	n := store.Attr("n")
+	for way, via := range ways {
+		k := key("presumed-" + way)
+		seen := h.update(k, store.Always(), store.SetAttr(n, int64(1))).Attrs
+		try := func(what string, presumed store.Attrs, cond store.Cond, upd store.Update, check func(store.UpdateResult) bool) {
+			t.Helper()
+			var r store.UpdateResult
+			err := via(func(tx store.Driver) error {
+				if !store.Presume(tx, k, presumed) {
+					return fmt.Errorf("the %s is a Presumer that refused a presumption", way)
+				}
+				var err error
+				r, err = tx.Update(t.Context(), k, cond, upd)
+				return err
+			})
+			if err != nil || !check(r) {
+				t.Fatalf("%s, %s: %+v, %v", way, what, r, err)
+			}
+		}
+		try("presumed exactly", seen, store.Equal(n, int64(1)), store.Update{store.AddInt(n, 1)}, func(r store.UpdateResult) bool {
+			seen = r.Attrs
+			return r.Applied && r.Attrs["n"] == int64(2)
+		})
+		h.update(k, store.Always(), store.SetAttr(store.Attr("x"), "other"))
+		try("the row changed since", seen, store.Always(), store.Update{store.AddInt(n, 1)}, func(r store.UpdateResult) bool {
+			return r.Applied && r.Attrs["n"] == int64(3) && r.Attrs["x"] == "other"
+		})
+		try("false on the presumption, true on the row", store.Attrs{"n": int64(99)}, store.Equal(n, int64(3)),
+			store.Update{store.SetAttr(store.Attr("y"), "yes")}, func(r store.UpdateResult) bool { return r.Applied })
+		try("true on the presumption, false on the row", store.Attrs{"n": int64(99)}, store.Equal(n, int64(99)),
+			store.Update{store.SetAttr(store.Attr("z"), "no")}, func(r store.UpdateResult) bool { return !r.Applied && r.Attrs["n"] == int64(3) })
+		h.expectRow(k, store.Attrs{"n": int64(3), "x": "other", "y": "yes"})
+		h.delete(k, store.Always())
+		try("the row is gone", seen, store.RowExists(), store.Update{store.SetAttr(n, int64(5))}, func(r store.UpdateResult) bool {
+			return !r.Applied && r.Attrs == nil
+		})
+		h.expectRow(k, nil)
+	}
+}
+
 func testTransactCommits(t suite.T, d store.Driver) {
 	h := h{t, d}
 	h.put(key("taken"), store.Attrs{"v": "first"})
