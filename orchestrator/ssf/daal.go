@@ -170,12 +170,14 @@ func (rt *Runtime) writeDAAL(ctx context.Context, st *store.Table, part, lk stri
 }
 
 // writeFromHead drives a write from the head, creating it if the item has none: no row comes
-// before the head, so the write may start there whatever rows were created since.
+// before the head, so the write may start there whatever rows were created since. The head's
+// state, as its creation found or made it, spares a write that decides on it a read.
 func (rt *Runtime) writeFromHead(ctx context.Context, st *store.Table, part, lk string, w daalWrite) (daalOutcome, error) {
-	if err := rt.ensureHead(ctx, uncarried(st), part); err != nil {
+	head, err := rt.ensureHead(ctx, uncarried(st), part)
+	if err != nil {
 		return daalOutcome{}, err
 	}
-	return rt.tryWrite(ctx, st, part, headRowID, nil, lk, w)
+	return rt.tryWrite(ctx, st, part, headRowID, head, lk, w)
 }
 
 // linkedLastRow returns the row with the highest id, from the two highest (a reverse scan), if
@@ -515,15 +517,16 @@ func (rt *Runtime) priorWritesThrough(ctx context.Context, st *store.Table, part
 }
 
 // ensureHead creates the item's head row, registering the item in the key directory first so
-// that the GC can find every DAAL that exists.
-func (rt *Runtime) ensureHead(ctx context.Context, st *store.Table, part string) error {
+// that the GC can find every DAAL that exists, and returns the head as its creation made it or,
+// if it existed, found it (a full row either way).
+func (rt *Runtime) ensureHead(ctx context.Context, st *store.Table, part string) (store.Attrs, error) {
 	if _, err := st.Update(ctx, directoryKey(rt.cfg.IndexShards, part), store.Always(),
 		store.Update{store.SetAttr(store.Attr(attrKind), "daal")}); err != nil {
-		return err
+		return nil, err
 	}
-	_, err := st.Update(ctx, store.Key{Partition: part, Sort: headRowID}, store.RowAbsent(),
+	r, err := st.Update(ctx, store.Key{Partition: part, Sort: headRowID}, store.RowAbsent(),
 		store.Update{store.SetAttr(store.Attr(attrLogSize), int64(0)), store.SetAttr(store.Attr(attrVersion), int64(0))})
-	return err
+	return r.Attrs, err
 }
 
 // MaxInstanceIDLen bounds instance ids (in bytes) so that the write-log space of a row is bounded.

@@ -171,3 +171,34 @@ func TestAStaleTailIsOnlyAHint(t *testing.T) {
 		t.Fatal("A never wrote to a remembered tail; the test tests nothing")
 	}
 }
+
+// A conditional write of a new item decides on the head as its creation made it, without
+// reading it back.
+func TestFirstConditionalWriteReadsNoHead(t *testing.T) {
+	var mu sync.Mutex
+	gets := 0
+	count := faultFunc(func(p ssf.FaultPoint) error {
+		if !p.After && p.Op == "get" && p.Key.Partition == "d|c|fresh" {
+			mu.Lock()
+			gets++
+			mu.Unlock()
+		}
+		return nil
+	})
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	rt := addConfig(t, h, ssf.Config{Name: "first", Store: newTable(), Faults: count,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			return env.CondWrite("c", "fresh", 1, store.MustParseCond("$ == 0"))
+		}})
+	res, err := h.Invoke(context.Background(), "first", "f-1", nil)
+	if err != nil || string(res.Output) != "false" {
+		t.Fatalf("first: %s %v, want false (the item has no value)", res.Output, err)
+	}
+	if gets != 0 {
+		t.Errorf("the conditional write read the item's head %d times, want 0", gets)
+	}
+	if items, err := rt.Items(context.Background()); err != nil || items["c/fresh"] != nil {
+		t.Fatalf("c/fresh = %s (%v), want no value", items["c/fresh"], err)
+	}
+}
