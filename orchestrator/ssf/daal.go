@@ -58,8 +58,25 @@ func (rt *Runtime) scanChain(ctx context.Context, st *store.Table, part string, 
 // rows before the tail, so the last row always holds the current value (Beldi Fig. 5 reads the
 // tail found by a scan; this is the same value without the scan). It also returns the value's
 // version (0 for an item never written).
+//
+// Where the runtime remembers the item's tail (tailCache), it gets that row instead, a get
+// rather than a query (cheaper on the cloud stores): a row that was ever linked and has no
+// successor is the tail, whose value is the item's. One that has a successor, or is gone, is
+// forgotten, and the read takes the way above.
 func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, int64, error) {
-	rows, err := rt.st.Scan(ctx, dataPartition(table, key), store.ScanOptions{
+	part := dataPartition(table, key)
+	if id, ok := rt.tails.rowID(rt.st.Name(), part); ok {
+		a, found, err := rt.st.Get(ctx, store.Key{Partition: part, Sort: id})
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, linked := a[attrNextRow]; found && !linked {
+			v, _ := a[attrValue].([]byte)
+			return v, itemVersion(a), nil
+		}
+		rt.tails.forget(rt.st.Name(), part, id)
+	}
+	rows, err := rt.st.Scan(ctx, part, store.ScanOptions{
 		Reverse: true, Limit: 1, Projection: []store.Path{store.Attr(attrValue), store.Attr(attrSeq)}})
 	if err != nil || len(rows) == 0 {
 		return nil, 0, err

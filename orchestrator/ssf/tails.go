@@ -43,6 +43,23 @@ func (c *tailCache) take(table, part string) (chainRow, bool) {
 	return r, ok
 }
 
+// rowID returns the id of the row remembered for the item, leaving it remembered (a read).
+func (c *tailCache) rowID(table, part string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.rows[tailKey{table, part}]
+	return r.id, ok
+}
+
+// forget drops the row remembered for the item if it is still row id.
+func (c *tailCache) forget(table, part, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k := (tailKey{table, part}); c.rows[k].id == id {
+		delete(c.rows, k)
+	}
+}
+
 // put remembers row r, as a committed write left it, for the item in partition part.
 func (c *tailCache) put(table, part string, r chainRow) {
 	v, _ := r.attrs[attrValue].([]byte)

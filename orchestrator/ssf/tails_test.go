@@ -62,15 +62,20 @@ func add1(t *testing.T, h *local.Host, id string) string {
 }
 
 // A write goes straight to the row the runtime's last write of the item left, when that row is
-// still the tail: the item is not read first.
+// still the tail, and a read gets that row: neither queries the item.
 func TestWriteGoesToTheTailItsLastWriteLeft(t *testing.T) {
 	var mu sync.Mutex
-	scans := map[string]int{}
+	scans, gets := map[string]int{}, map[string]int{}
 	count := faultFunc(func(p ssf.FaultPoint) error {
-		if !p.After && p.Op == "scan" && p.Key.Partition == "d|c|x" {
+		if !p.After && p.Key.Partition == "d|c|x" {
 			mu.Lock()
-			scans[p.Instance]++
-			mu.Unlock()
+			defer mu.Unlock()
+			switch p.Op {
+			case "scan":
+				scans[p.Instance]++
+			case "get":
+				gets[p.Instance]++
+			}
 		}
 		return nil
 	})
@@ -82,17 +87,17 @@ func TestWriteGoesToTheTailItsLastWriteLeft(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	// Each instance's read scans the item once; the first one's write finds no item and
-	// creates it; every later write goes to the row the last one left.
+	// The first instance's read and write find no item (the write creates it); every later
+	// read gets the row the last write left, and every later write goes to it.
 	for i := range 5 {
 		id := fmt.Sprintf("a%d", i)
-		want := 1
+		wantScans, wantGets := 0, 1
 		if i == 0 {
-			want = 2
+			wantScans, wantGets = 2, 0
 		}
-		if scans[id] != want {
-			t.Errorf("%s scanned the item %d times, want %d (its read%s): %v", id, scans[id], want,
-				map[bool]string{true: " and its first write", false: " only"}[i == 0], scans)
+		if scans[id] != wantScans || gets[id] != wantGets {
+			t.Errorf("%s scanned the item %d times and got a row of it %d times, want %d and %d: scans %v, gets %v",
+				id, scans[id], gets[id], wantScans, wantGets, scans, gets)
 		}
 	}
 	if got := rt.Stats().CachedWrites; got != 4 {
