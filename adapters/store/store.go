@@ -133,6 +133,25 @@ type BlindDeleter interface {
 	DeleteBlind(ctx context.Context, key Key) error
 }
 
+// ProjectedGetter is an optional Driver interface for backends that can return only some of a
+// row's attributes from a get, as a scan's Projection does, for less than the whole row costs.
+type ProjectedGetter interface {
+	GetProjected(ctx context.Context, key Key, proj []Path) (Attrs, bool, error)
+}
+
+// GetProjected gets key's row projected to proj (see ScanOptions.Projection), with d's
+// ProjectedGetter if it has one, else with a get of the whole row, projected here.
+func GetProjected(ctx context.Context, d Driver, key Key, proj []Path) (Attrs, bool, error) {
+	if g, ok := d.(ProjectedGetter); ok {
+		return g.GetProjected(ctx, key, proj)
+	}
+	a, found, err := d.Get(ctx, key)
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return a.Project(proj), true, nil
+}
+
 // Presumer is an optional interface of the Driver a Transactor hands its function
 // (PostgreSQL), or of a Driver itself (SQLite): Presume tells the driver that key's row holds
 // exactly attrs (the caller wrote them, in an update whose result said so), so that it may plan

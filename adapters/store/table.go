@@ -52,6 +52,15 @@ func (t *Table) Get(ctx context.Context, key Key) (Attrs, bool, error) {
 	return a, found, t.wrap("get", key, err)
 }
 
+// GetProjected reads a row's attributes named by proj (store.GetProjected).
+func (t *Table) GetProjected(ctx context.Context, key Key, proj []Path) (Attrs, bool, error) {
+	if err := t.check(key); err != nil {
+		return nil, false, t.wrap("get", key, err)
+	}
+	a, found, err := GetProjected(ctx, t.drv, key, proj)
+	return a, found, t.wrap("get", key, err)
+}
+
 // Update atomically applies upd if cond holds (see Driver.Update).
 func (t *Table) Update(ctx context.Context, key Key, cond Cond, upd Update) (UpdateResult, error) {
 	if err := t.check(key); err != nil {

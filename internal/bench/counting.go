@@ -159,6 +159,12 @@ func (d countingDriver) Get(ctx context.Context, key store.Key) (store.Attrs, bo
 	return d.Driver.Get(ctx, key)
 }
 
+// GetProjected forwards store.ProjectedGetter, counted as a get.
+func (d countingDriver) GetProjected(ctx context.Context, key store.Key, proj []store.Path) (store.Attrs, bool, error) {
+	defer d.c.done(reqGet, time.Now())
+	return store.GetProjected(ctx, d.Driver, key, proj)
+}
+
 func (d countingDriver) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
 	defer d.c.done(reqUpdate, time.Now())
 	return d.Driver.Update(ctx, key, cond, upd)

@@ -63,10 +63,12 @@ func (rt *Runtime) scanChain(ctx context.Context, st *store.Table, part string, 
 // rather than a query (cheaper on the cloud stores): a row that was ever linked and has no
 // successor is the tail, whose value is the item's. One that has a successor, or is gone, is
 // forgotten, and the read takes the way above.
+var valueAndLink = []store.Path{store.Attr(attrValue), store.Attr(attrSeq), store.Attr(attrNextRow)}
+
 func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, int64, error) {
 	part := dataPartition(table, key)
 	if id, ok := rt.tails.rowID(rt.st.Name(), part); ok {
-		a, found, err := rt.st.Get(ctx, store.Key{Partition: part, Sort: id})
+		a, found, err := rt.st.GetProjected(ctx, store.Key{Partition: part, Sort: id}, valueAndLink)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -88,6 +88,12 @@ func (f faultyDriver) Get(ctx context.Context, key store.Key) (a store.Attrs, fo
 	return
 }
 
+// GetProjected forwards store.ProjectedGetter, with Get's injection points.
+func (f faultyDriver) GetProjected(ctx context.Context, key store.Key, proj []store.Path) (a store.Attrs, found bool, err error) {
+	err = f.around(ctx, "get", key, func() (e error) { a, found, e = store.GetProjected(ctx, f.Driver, key, proj); return })
+	return
+}
+
 func (f faultyDriver) Update(ctx context.Context, key store.Key, c store.Cond, u store.Update) (r store.UpdateResult, err error) {
 	err = f.around(ctx, "update", key, func() (e error) { r, e = f.Driver.Update(ctx, key, c, u); return })
 	return

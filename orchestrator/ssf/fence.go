@@ -87,6 +87,16 @@ func (f fencedDriver) Get(ctx context.Context, key store.Key) (a store.Attrs, fo
 	return f.Driver.Get(ctx, key)
 }
 
+// GetProjected forwards store.ProjectedGetter, fenced as Get is.
+func (f fencedDriver) GetProjected(ctx context.Context, key store.Key, proj []store.Path) (a store.Attrs, found bool, err error) {
+	if err = checkFence(ctx); err != nil {
+		return nil, false, err
+	}
+	ctx, end := storeSpan(ctx, "get", key.Partition)
+	defer end(&err)
+	return store.GetProjected(ctx, f.Driver, key, proj)
+}
+
 func (f fencedDriver) Update(ctx context.Context, key store.Key, c store.Cond, u store.Update) (r store.UpdateResult, err error) {
 	if err = checkFence(ctx); err != nil {
 		return store.UpdateResult{}, err

@@ -245,7 +245,21 @@ func (d *Driver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, err
 	return a, found, d.wrap(ctx, err)
 }
 
+// GetProjected implements store.ProjectedGetter: only the projected attributes are decoded.
+func (d *Driver) GetProjected(ctx context.Context, key store.Key, proj []store.Path) (store.Attrs, bool, error) {
+	if d.closed.Load() {
+		return nil, false, store.ErrClosed
+	}
+	a, found, err := d.readProjected(ctx, d.get, key, proj)
+	return a, found, d.wrap(ctx, err)
+}
+
 func (d *Driver) read(ctx context.Context, get *sql.Stmt, key store.Key) (store.Attrs, bool, error) {
+	return d.readProjected(ctx, get, key, nil)
+}
+
+// readProjected reads key's row with get, decoding the attributes proj names (all if nil).
+func (d *Driver) readProjected(ctx context.Context, get *sql.Stmt, key store.Key, proj []store.Path) (store.Attrs, bool, error) {
 	var blob []byte
 	switch err := get.QueryRowContext(ctx, key.Partition, key.Sort).Scan(&blob); {
 	case errors.Is(err, sql.ErrNoRows):
@@ -253,7 +267,7 @@ func (d *Driver) read(ctx context.Context, get *sql.Stmt, key store.Key) (store.
 	case err != nil:
 		return nil, false, err
 	}
-	a, err := store.DecodeAttrs(blob)
+	a, err := store.DecodeProjected(blob, proj)
 	if err != nil {
 		return nil, false, fmt.Errorf("row %s: %w", key, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +66,7 @@ func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
 		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
 		{"ConcurrentConditionalDelete", testConcurrentConditionalDelete},
 		{"PresumptionsAreOnlyHints", testPresumptions},
+		{"GetProjected", testGetProjected},
 	}
 	// Optional interfaces get their own tests when the driver has them.
 	var transactor, sqlTransactor bool
@@ -634,6 +636,25 @@ func testScanReverseLimit(t suite.T, d store.Driver) {
 
 // Inside Transact, reads see the transaction's own writes, conditions keep their meaning, and
 // everything lands at the commit.
+// A projected get (store.GetProjected, with the driver's ProjectedGetter if it has one) returns
+// what a projected scan of the row would.
+func testGetProjected(t suite.T, d store.Driver) {
+	h := h{t, d}
+	k := key("projected")
+	h.put(k, store.Attrs{"a": "kept", "b": []byte("dropped"), "m": map[string]any{"x": int64(1), "y": int64(2)}})
+	proj := []store.Path{store.Attr("a"), store.Attr("m").Entry("x"), store.Attr("absent")}
+	a, found, err := store.GetProjected(t.Context(), d, k, proj)
+	if err != nil || !found || !reflect.DeepEqual(a, store.Attrs{"a": "kept", "m": map[string]any{"x": int64(1)}}) {
+		t.Fatalf("GetProjected: %v %v %v", a, found, err)
+	}
+	if rows := h.scan(k.Partition, proj...); len(rows) != 1 || !reflect.DeepEqual(rows[0].Attrs, a) {
+		t.Fatalf("a projected scan returns %+v, the get %v", rows, a)
+	}
+	if a, found, err := store.GetProjected(t.Context(), d, key("missing"), proj); err != nil || found || a != nil {
+		t.Fatalf("GetProjected of a missing row: %v %v %v", a, found, err)
+	}
+}
+
 // An update after a presumption (store.Presumer, on the driver or a transaction's driver) is
 // decided on the row as the store holds it, whatever was presumed: exactly, a row that changed
 // since, attributes on which the condition comes out the other way, a row that is gone.
