@@ -52,6 +52,10 @@ func (rt *Runtime) scanChain(ctx context.Context, st *store.Table, part string, 
 	}
 }
 
+// valueAndLink is what a read needs of a row it gets: the value, its version and whether the
+// row has a successor.
+var valueAndLink = []store.Path{store.Attr(attrValue), store.Attr(attrSeq), store.Attr(attrNextRow)}
+
 // readValue returns the item's current value with one request: the value of the row with the
 // highest id. Ids increase along the list, rows after the tail can only be a successor being
 // appended (created holding its full predecessor's final value), and the collector removes only
@@ -63,8 +67,6 @@ func (rt *Runtime) scanChain(ctx context.Context, st *store.Table, part string, 
 // rather than a query (cheaper on the cloud stores): a row that was ever linked and has no
 // successor is the tail, whose value is the item's. One that has a successor, or is gone, is
 // forgotten, and the read takes the way above.
-var valueAndLink = []store.Path{store.Attr(attrValue), store.Attr(attrSeq), store.Attr(attrNextRow)}
-
 func (rt *Runtime) readValue(ctx context.Context, table, key string) ([]byte, int64, error) {
 	part := dataPartition(table, key)
 	if id, ok := rt.tails.rowID(rt.st.Name(), part); ok {
