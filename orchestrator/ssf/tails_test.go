@@ -32,8 +32,11 @@ func newAdder(t *testing.T, st *store.Table, rowCap int, c *testclock.Manual, fa
 		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
 			var n int
 			found, err := env.ReadInto("c", "x", &n)
-			if err != nil || !found {
-				return []any{0, true}, cmpErr(err, env.Write("c", "x", 1))
+			if err != nil {
+				return nil, err
+			}
+			if !found {
+				return []any{0, true}, env.Write("c", "x", 1)
 			}
 			ok, err := env.CondWrite("c", "x", n+1, store.MustParseCond(fmt.Sprintf("$ == %d", n)))
 			return []any{n, ok}, err
@@ -43,13 +46,6 @@ func newAdder(t *testing.T, st *store.Table, rowCap int, c *testclock.Manual, fa
 		t.Fatal(err)
 	}
 	return h, rt
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func add1(t *testing.T, h *local.Host, id string) string {
