@@ -428,7 +428,8 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 		// even if this execution dies right after it.
 		e.record(tx.ID, "c|"+callee)
 	}
-	step, err := e.begin()
+	// The flush writes the intent's creation, if this execution has not, with the entries.
+	step, err := e.beginQueued()
 	if err != nil {
 		return loggedCall{}, err
 	}

@@ -96,7 +96,8 @@ type txState struct {
 // the caller's transaction continues (no nesting, as in Beldi).
 func (e *Env) BeginTx() (err error) {
 	defer e.traceStep("begintx")(&err)
-	step, err := e.begin()
+	// Nothing is written: the intent's creation, if not yet written, rides the next flush.
+	step, err := e.beginQueued()
 	if err != nil {
 		return err
 	}
@@ -244,9 +245,13 @@ func (e *Env) markLocks() error {
 	if e.locksMarked || e.tx != nil && !e.tx.owner {
 		return nil
 	}
-	// A called instance may not have written its intent yet (deferredIntent): the mark needs it.
-	if err := e.writeIntent(); err != nil {
-		return err
+	if e.unwritten != nil {
+		// A called instance that has not written its intent yet (deferredIntent) creates it
+		// marked: the flush before the effect that needs the mark (the call, the lock) carries
+		// the creation, in front of it.
+		e.unwritten.intent.Update = append(slices.Clip(e.unwritten.intent.Update), store.SetAttr(store.Attr(attrHoldsLocks), true))
+		e.locksMarked = true
+		return nil
 	}
 	if err := e.alive(); err != nil {
 		return err

@@ -753,6 +753,52 @@ func TestTransactionWritesNoIntentOnItsOwn(t *testing.T) {
 	}
 }
 
+// A called instance that begins a transaction creates its intent marked as holding locks, in
+// the flush that names its first participant: neither the creation nor the mark is a request of
+// its own, and the mark is there before the participant can lock anything.
+func TestCalledOwnerCreatesItsIntentMarked(t *testing.T) {
+	h := local.NewHost()
+	t.Cleanup(h.Close)
+	rts := map[string]*ssf.Runtime{"hotel": addConfig(t, h, ssf.Config{Name: "hotel", Store: newTable(), Handler: accounts})}
+	tbl, reqs := newRequestLog()
+	rts["trip"] = addConfig(t, h, ssf.Config{Name: "trip", Store: tbl,
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+			if err := env.BeginTx(); err != nil {
+				return nil, err
+			}
+			if _, err := env.SyncInvoke("hotel", map[string]any{"account": "a", "delta": 1}); err != nil {
+				return nil, err
+			}
+			return env.EndTx()
+		}})
+	addConfig(t, h, ssf.Config{Name: "front", Store: newTable(),
+		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) { return env.SyncInvoke("trip", nil) }})
+	ctx := context.Background()
+	if res, err := h.Invoke(ctx, "front", "f-1", nil); err != nil || string(res.Output) != "true" {
+		t.Fatalf("front: %+v %v, want the trip committed", res, err)
+	}
+	noLocks(t, rts)
+	isPending := func(k store.Key) bool { return strings.HasPrefix(k.Partition, "p|") }
+	i := slices.IndexFunc(*reqs, func(keys []store.Key) bool { return slices.ContainsFunc(keys, isPending) })
+	if i < 0 {
+		t.Fatalf("the trip's requests %v create no intent", *reqs)
+	}
+	first := (*reqs)[i]
+	pending := slices.IndexFunc(first, isPending)
+	if !slices.ContainsFunc(first, func(k store.Key) bool { return strings.HasPrefix(k.Partition, "x|") }) {
+		t.Fatalf("the trip's intent was created with %v, want it with the record naming the hotel", first)
+	}
+	intent := store.Key{Partition: "i|" + first[pending].Sort, Sort: "intent"}
+	for _, keys := range *reqs {
+		if len(keys) == 1 && keys[0] == intent {
+			t.Errorf("the trip's intent was updated in a request of its own: %v", *reqs)
+		}
+	}
+	if a, found, err := tbl.Get(ctx, intent); err != nil || !found || a["HoldsLocks"] != true {
+		t.Fatalf("the trip's intent %v (found %v, %v): want it marked as holding locks", a, found, err)
+	}
+}
+
 // endRendezvous holds the first request of each participant's end until every participant's
 // end has begun, or gives up after a while and says so: the participants' ends of one
 // transaction go out side by side, not one after the other. Instances are told apart by order

@@ -574,3 +574,46 @@ func TestScheduleTxOwnerEndsInline(t *testing.T) {
 		}}
 	explore(t, sc)
 }
+
+// A transaction whose owner is itself called (its intent created by its first flush, marked as
+// holding locks there, with the record naming its participant): duplicated callers, a crash
+// and a pause anywhere; the commit happens once, all or nothing, and no lock stays held.
+func TestScheduleTxCalledOwner(t *testing.T) {
+	sc := Scenario{Name: "tx-called-owner", Setup: setup(map[string]any{}),
+		SSFs: map[string]ssf.Handler{
+			App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
+				out, err := env.SyncInvoke("owner", nil)
+				if err != nil {
+					return nil, err
+				}
+				var committed bool
+				return committed, json.Unmarshal(out, &committed)
+			},
+			"owner": func(env *ssf.Env, _ json.RawMessage) (any, error) {
+				if err := env.BeginTx(); err != nil {
+					return nil, err
+				}
+				if _, err := env.SyncInvoke("callee", nil); err != nil {
+					return nil, err
+				}
+				return env.EndTx()
+			},
+			"callee": func(env *ssf.Env, _ json.RawMessage) (any, error) {
+				return increment(env, "t", "c")
+			}},
+		Executions: duplicates(2, ssf.Request{}), Events: []Event{pause}, Crashes: 1,
+		Check: func(w *World, o Outcome) error {
+			if err := noLocks(o); err != nil {
+				return err
+			}
+			c := item(o, "callee", "t/c")
+			if c > 1 {
+				return fmt.Errorf("c = %d: the callee's part committed more than once", c)
+			}
+			if o.Known && (string(o.Result.Output) != "true" || c != 1) {
+				return fmt.Errorf("result %s (%v) with c = %d: want the transaction committed once", o.Result.Output, o.Result.Err(), c)
+			}
+			return nil
+		}}
+	explore(t, sc)
+}
