@@ -238,11 +238,7 @@ func (d *Driver) init(ctx context.Context) error {
 
 // Get implements store.Driver.
 func (d *Driver) Get(ctx context.Context, key store.Key) (store.Attrs, bool, error) {
-	if d.closed.Load() {
-		return nil, false, store.ErrClosed
-	}
-	a, found, err := d.read(ctx, d.get, key)
-	return a, found, d.wrap(ctx, err)
+	return d.GetProjected(ctx, key, nil)
 }
 
 // GetProjected implements store.ProjectedGetter: only the projected attributes are decoded.
