@@ -599,6 +599,22 @@ func (rt *Runtime) expireKey(ctx context.Context, id string, collected int64) (b
 	return err == nil && r.Applied, err
 }
 
+// collectEndedTx removes the record of the transaction that the end instance id ended here.
+func (rt *Runtime) collectEndedTx(ctx context.Context, id string, rep *GCReport) error {
+	a, found, err := rt.st.Get(ctx, intentKey(id))
+	if err != nil || !found {
+		return err
+	}
+	in, err := decodeIntent(id, a)
+	if err != nil {
+		return err
+	}
+	if tx := in.endsTx(); tx != "" {
+		return rt.collectTx(ctx, tx, rep)
+	}
+	return nil
+}
+
 // collectTx removes what a finished transaction left in this SSF: its record. The instance that
 // ended it here is recyclable, so none of the transaction's executions can still run (and write
 // the record again): each began before the end did, and T has passed since the end finished.

@@ -63,9 +63,6 @@ type unloggedEntry struct {
 	value []byte
 	event *dataEvent // the item read or written, when the SSF captures provenance
 	kind  string     // the log row's kind when not "read" (a read-only SQL step's)
-	// endsTx names the transaction whose record the step listed to end it (endTxHere): the
-	// GC removes the record when it removes this instance's logs.
-	endsTx string
 	// txRecord, if set, makes the entry not a log entry but a note in a transaction's record
 	// (Env.record), idempotent, at this key.
 	txRecord *store.Key
@@ -341,6 +338,9 @@ func (e *Env) SyncInvoke(callee string, input any) (_ json.RawMessage, err error
 	if err != nil {
 		return nil, err
 	}
+	if e.tx != nil {
+		e.tx.heard(callee, res)
+	}
 	if res.TxAborted && e.tx != nil && e.tx.aborted == nil {
 		cause := "application"
 		if res.TxConflict {
@@ -424,9 +424,9 @@ func (e *Env) logCall(callee string, input any, async bool, builtin string) (log
 		if err := e.markLocks(); err != nil {
 			return loggedCall{}, err
 		}
-		// Recorded before the call (flushed below), so that commit or abort reaches the callee
-		// even if this execution dies right after it.
-		e.record(tx.ID, "c|"+callee)
+		// Noted before the call (a participant's record flushed below), so that commit or abort
+		// reaches the callee even if this execution dies right after it.
+		e.note("c|" + callee)
 	}
 	// The flush writes the intent's creation, if this execution has not, with the entries.
 	step, err := e.beginQueued()
@@ -844,9 +844,6 @@ func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 	}
 	if r.at != 0 {
 		upd = append(upd, store.SetAttr(store.Attr(attrAt), r.at))
-	}
-	if r.endsTx != "" {
-		upd = append(upd, store.SetAttr(store.Attr(attrEndsTx), r.endsTx))
 	}
 	if ev := r.event; ev != nil {
 		upd = append(upd, store.SetAttr(store.Attr(attrItemTable), ev.table), store.SetAttr(store.Attr(attrItemKey), ev.key),

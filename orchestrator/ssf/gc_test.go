@@ -590,8 +590,8 @@ func TestGCRemovesFinishedTransactions(t *testing.T) {
 	for _, rt := range rts {
 		removed += gc(t, rt).TxsRemoved
 	}
-	if left := txData(); len(left) != 0 || removed != 6 {
-		t.Fatalf("after T: %d transaction ends collected (want 3 transactions x 2 SSFs); left behind: %v", removed, left)
+	if left := txData(); len(left) != 0 || removed != 3 {
+		t.Fatalf("after T: %d transaction records collected (want 3 transactions x the participant's; the owner keeps none); left behind: %v", removed, left)
 	}
 	if got := balances(t, rts["accounts"]); got["bal/a"] != "80" || got["bal/b"] != "120" {
 		t.Fatalf("balances after collection: %v", got)

@@ -71,7 +71,7 @@ const (
 	attrBuiltin     = "Builtin"     // string runtime handler the instance runs (tx-end)
 	attrHolder      = "Holder"      // string what may re-send the request after it finished (Request.Holder)
 	attrHeldIndex   = "HeldIndex"   // bool: in the finished index from creation; its holder retries it
-	attrEndsTx      = "EndsTx"      // string, on a read-log entry: the transaction whose record the step listed to end it (endTxHere)
+	attrEndsTx      = "EndsTx"      // string, on a read-log entry of runtimes before this one: the transaction whose record an owner's step listed to end it
 	attrCollected   = "Collected"   // int64 unix nanos the GC collected the instance; the intent is a tombstone since
 	attrVoid        = "Void"        // int64 unix nanos the IC gave up on an intent whose creation never landed (see voidIntent)
 	attrInputHash   = "InputHash"   // string digest of the request's input, kept in the tombstone (see inputDigest)
@@ -104,8 +104,9 @@ const (
 
 func dataPartition(table, key string) string { return "d|" + table + "|" + key }
 
-// txPartition records, per SSF, what a transaction touched here: sort key "k|TABLE|KEY" for an
-// item it locked, "c|SSF" for an SSF it called. Commit and abort start from this record.
+// txPartition records, per SSF, what a transaction's participants touched here: sort key
+// "k|TABLE|KEY" for an item they locked, "c|SSF" for an SSF they called. A participant's end
+// starts from it when the caller did not learn the list from the participants' results.
 func txPartition(txID string) string     { return "x|" + txID }
 func instancePartition(id string) string { return "i|" + id }
 func intentKey(id string) store.Key {

@@ -218,15 +218,23 @@ func (rt *Runtime) forgetBatches(ctx context.Context, names []string) error {
 // deleteLogs deletes the instances' log rows (all but their intents).
 func (rt *Runtime) deleteLogs(ctx context.Context, ids []string, rep *GCReport) error {
 	for _, id := range ids {
-		rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{store.Attr(attrEndsTx)}})
+		rows, err := rt.st.Scan(ctx, instancePartition(id), store.ScanOptions{Projection: []store.Path{store.Attr(attrEndsTx), store.Attr(attrBuiltin)}})
 		if err != nil {
 			return err
 		}
 		for _, row := range rows {
 			if row.Key.Sort == intentSort {
+				// A transaction's end here: its record goes with the end's logs (the intent stays
+				// until they are gone, so a pass that dies in between finds it again).
+				if row.Attrs[attrBuiltin] == builtinTxEnd {
+					if err := rt.collectEndedTx(ctx, id, rep); err != nil {
+						return err
+					}
+				}
 				continue
 			}
-			// The step that listed a transaction's record to end it: the record goes first.
+			// A log entry naming a transaction whose record an owner listed to end it, written by
+			// runtimes before owners ended from what they noted in memory: the record goes first.
 			if tx, ok := row.Attrs[attrEndsTx].(string); ok {
 				if err := rt.collectTx(ctx, tx, rep); err != nil {
 					return err

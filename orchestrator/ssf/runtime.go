@@ -765,7 +765,7 @@ func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool
 	env := &Env{rt: rt, ctx: ctx, id: in.id, incarnation: in.incarnation(), replaying: replaying, fence: f, start: in.start,
 		unwritten: in.unwritten, intentRow: in.row}
 	if in.tx != nil {
-		env.tx = &txState{ctx: *in.tx, locked: map[string]bool{}}
+		env.tx = newTxState(*in.tx, false)
 	}
 	handler := rt.cfg.Handler
 	if in.builtin == builtinTxEnd {
@@ -784,13 +784,14 @@ func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool
 		return Result{}, rt.abandon(in.id, env.err)
 	}
 	res := Result{}
+	room := store.PortableMaxRowBytes - intentOverheadBytes - len(in.args)
 	if env.tx != nil && env.tx.aborted != nil {
 		res = txAbortedResult(env.tx.aborted) // the caller's transaction aborts too
 	} else if herr != nil {
 		res.Error = herr.Error()
 	} else if out != nil {
 		b, err := json.Marshal(out)
-		switch room := store.PortableMaxRowBytes - intentOverheadBytes - len(in.args); {
+		switch {
 		case err != nil:
 			res.Error = fmt.Sprintf("ssf %s: cannot encode output as JSON: %v", rt.cfg.Name, err)
 		case len(b) > room:
@@ -800,6 +801,9 @@ func (rt *Runtime) run(ctx context.Context, f *fence, in *intent, replaying bool
 		default:
 			res.Output = b
 		}
+	}
+	if env.tx != nil && !env.tx.owner {
+		env.tx.report(&res, room)
 	}
 	if err := env.alive(); err != nil {
 		return Result{}, rt.abandon(in.id, err)

@@ -90,6 +90,67 @@ type txState struct {
 	owner   bool            // this instance began it and decides it at EndTx
 	aborted *TxAbortedError // why it must abort; nil while it may commit
 	locked  map[string]bool // items locked by this execution (table|key), to lock each once
+	// touched is what this execution touched in the transaction here, in the order it noted
+	// it: items ("k|TABLE|KEY") before their lock steps, callees ("c|SSF") before their calls.
+	// Every execution of the instance notes the same (each replays the logged steps that decide
+	// its path), so the owner ends its part from this list, and a participant reports it with
+	// its result (Result.TxTouched) for its end.
+	touched []string
+	noted   map[string]bool
+	// listed is what the instances this execution called in the transaction touched, per SSF,
+	// as their results reported; unlisted are the SSFs one of whose results did not (it came
+	// from a collector, or did not fit): their ends read their records.
+	listed   map[string][]string
+	unlisted map[string]bool
+}
+
+func newTxState(ctx TxContext, owner bool) *txState {
+	return &txState{ctx: ctx, owner: owner, locked: map[string]bool{}, noted: map[string]bool{},
+		listed: map[string][]string{}, unlisted: map[string]bool{}}
+}
+
+// maxListedBytes bounds the encoded list of what an SSF touched that a result or an end
+// request carries; a longer one is left out, and the end reads the record instead.
+const maxListedBytes = 8 << 10
+
+// listable reports whether touched is short enough to carry (maxListedBytes).
+func listable(touched []string) bool {
+	n := 2
+	for _, t := range touched {
+		n += len(t) + 3
+	}
+	return n <= maxListedBytes
+}
+
+// heard takes in what a participant called in the transaction reported it touched.
+func (tx *txState) heard(callee string, res Result) {
+	if tx.unlisted[callee] {
+		return
+	}
+	if !res.TxListed {
+		tx.unlisted[callee] = true
+		delete(tx.listed, callee)
+		return
+	}
+	for _, t := range res.TxTouched {
+		if !slices.Contains(tx.listed[callee], t) {
+			tx.listed[callee] = append(tx.listed[callee], t)
+		}
+	}
+	if !listable(tx.listed[callee]) {
+		tx.unlisted[callee] = true
+		delete(tx.listed, callee)
+	}
+}
+
+// calleeList is what the instances of callee in the transaction touched, if every one of them
+// reported it.
+func (tx *txState) calleeList(callee string) ([]string, bool) {
+	if tx == nil || tx.unlisted[callee] {
+		return nil, false
+	}
+	l, ok := tx.listed[callee]
+	return l, ok
 }
 
 // BeginTx starts a transaction. Inside a transaction inherited from a caller it does nothing:
@@ -104,7 +165,7 @@ func (e *Env) BeginTx() (err error) {
 	if e.tx != nil {
 		return nil
 	}
-	e.tx = &txState{ctx: TxContext{ID: fmt.Sprintf("%s#%d", e.id, step), Start: e.start, Mode: TxExecute}, owner: true, locked: map[string]bool{}}
+	e.tx = newTxState(TxContext{ID: fmt.Sprintf("%s#%d", e.id, step), Start: e.start, Mode: TxExecute}, true)
 	return nil
 }
 
@@ -154,7 +215,7 @@ func (e *Env) endTx() (bool, error) {
 	e.tx = nil // the end runs outside the transaction
 	end := tx.ctx
 	end.Mode = mode
-	if err := e.endTxHere(end, []string{e.rt.cfg.Name}); err != nil {
+	if err := e.endTxHere(end, []string{e.rt.cfg.Name}, tx.touched, tx); err != nil {
 		if e.err != nil {
 			return false, e.err
 		}
@@ -312,9 +373,9 @@ func (e *Env) txLock(table, key string, val []byte) (written bool, row store.Att
 	if tx.locked[item] {
 		return false, nil, nil
 	}
-	// Record the item first, so that commit or abort finds it even if the lock is taken and the
-	// execution dies at once. The record is idempotent, not a step.
-	e.record(tx.ctx.ID, "k|"+item)
+	// Note the item first, so that commit or abort finds it even if the lock is taken and the
+	// execution dies at once. The note is idempotent, not a step.
+	e.note("k|" + item)
 	for {
 		out, err := e.lockStep(table, key, tx.ctx.ID, tx.ctx.Start, val)
 		if err != nil {
@@ -388,11 +449,36 @@ func (e *Env) currentLock(table, key string) (lockHolder, error) {
 	return h, nil
 }
 
-// record notes in this SSF's transaction record that the transaction touched what. The note
-// is queued with the read-log entries, which the lock step or the call it precedes writes first
-// (on a store with transactions, in the same transaction): no request of its own.
-func (e *Env) record(txID, what string) {
-	e.unlogged = append(e.unlogged, unloggedEntry{txRecord: &store.Key{Partition: txPartition(txID), Sort: what}})
+// note notes that the transaction touched what here. A participant also writes it in this
+// SSF's transaction record, which its end reads if its result does not reach the caller with
+// the list (a collector gave the instance up): the record's note is queued with the read-log
+// entries, which the lock step or the call it precedes writes first (on a store with
+// transactions, in the same transaction), so it costs no request of its own. The owner writes
+// no record: it is never given up (markLocks), so an execution of it always reaches its end,
+// with the list every execution notes.
+func (e *Env) note(what string) {
+	tx := e.tx
+	if tx.noted[what] {
+		return
+	}
+	tx.noted[what] = true
+	tx.touched = append(tx.touched, what)
+	if !tx.owner {
+		e.unlogged = append(e.unlogged, unloggedEntry{txRecord: &store.Key{Partition: txPartition(tx.ctx.ID), Sort: what}})
+	}
+}
+
+// report is what the participant reports it touched, with its result of res: the list, unless
+// it does not fit (maxListedBytes, or the room the result has in the intent row).
+func (tx *txState) report(res *Result, room int) {
+	if !listable(tx.touched) {
+		return
+	}
+	listed := *res
+	listed.TxTouched, listed.TxListed = slices.Clip(tx.touched), true
+	if b, err := json.Marshal(listed); err == nil && len(b) <= room {
+		*res = listed
+	}
 }
 
 // readInTx reads an item inside the transaction, under its lock, with one request: the
@@ -464,6 +550,10 @@ type txEndInput struct {
 	// Visited lists the SSFs this propagation already reached, so that a transaction whose
 	// calls form a cycle (A calls B calls A) ends in finitely many steps.
 	Visited []string `json:"visited"`
+	// Touched, if Listed, is what the transaction touched in this SSF, as its instances in the
+	// transaction reported it to the caller; otherwise the end reads the SSF's record.
+	Touched []string `json:"touched,omitempty"`
+	Listed  bool     `json:"listed,omitempty"`
 }
 
 // EndTxRequest is the request that ends transaction tx (tx.Mode commit or abort) in the SSF
@@ -488,26 +578,27 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("%w: transaction end input %s: %v", ErrCorrupt, raw, err)
 	}
-	return nil, e.endTxHere(in.Tx, in.Visited)
+	touched := in.Touched
+	if !in.Listed {
+		var err error
+		if touched, err = e.readTxRecord(in.Tx.ID); err != nil {
+			return nil, err
+		}
+	}
+	return nil, e.endTxHere(in.Tx, in.Visited, touched, nil)
 }
 
-// endTxHere commits or aborts the transaction's work in this SSF, then in every SSF it
-// called from here (Beldi's recursive Commit/Abort modes). A commit makes each item's uncommitted
-// value its value and releases its lock in one step on its row, so no item is ever left
-// committed but locked, or released but uncommitted; an abort releases the locks and drops the
-// uncommitted values. Each step applies only while the transaction holds the lock, so ending a
-// transaction twice (two ends, or an end replayed after a crash) changes nothing the second time.
-func (e *Env) endTxHere(tx TxContext, visited []string) error {
-	// What the transaction touched here, logged: a re-execution ends the same set. The entry
-	// names the transaction, so that the GC removes the record with this instance's logs. It
-	// and the commits write through flushes, which carry a called end's intent creation
-	// (deferredIntent) with its first commit.
+// readTxRecord lists the transaction's record in this SSF, logged: a re-execution ends the same
+// set. It writes through the flush of the end's first commit, which carries the instance's
+// intent creation (deferredIntent). The garbage collector removes the record with the end
+// instance's logs (deleteLogs).
+func (e *Env) readTxRecord(txID string) ([]string, error) {
 	step, err := e.beginQueued()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	listed, err := e.loggedAs(unloggedEntry{step: step, endsTx: tx.ID}, func() ([]byte, *dataEvent, error) {
-		rows, err := e.rt.st.Scan(e.ctx, txPartition(tx.ID), store.ScanOptions{Projection: []store.Path{}})
+	listed, err := e.loggedEvent(step, func() ([]byte, *dataEvent, error) {
+		rows, err := e.rt.st.Scan(e.ctx, txPartition(txID), store.ScanOptions{Projection: []store.Path{}})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -519,12 +610,25 @@ func (e *Env) endTxHere(tx TxContext, visited []string) error {
 		return b, nil, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var touched []string
 	if err := json.Unmarshal(listed, &touched); err != nil {
-		return e.fail(fmt.Errorf("%w: transaction record %s", ErrCorrupt, listed))
+		return nil, e.fail(fmt.Errorf("%w: transaction record %s", ErrCorrupt, listed))
 	}
+	return touched, nil
+}
+
+// endTxHere commits or aborts the transaction's work in this SSF, the items and callees in
+// touched, then in every SSF it called from here (Beldi's recursive Commit/Abort modes), passing
+// each the list its instances reported to calls, if it knows it. A commit makes each item's
+// uncommitted value its value and releases its lock in one step on its row, so no item is ever
+// left committed but locked, or released but uncommitted; an abort releases the locks and drops
+// the uncommitted values. Each step applies only while the transaction holds the lock, so ending
+// a transaction twice (two ends, or an end replayed after a crash) changes nothing the second
+// time. The commits write through flushes, which carry a called end's intent creation
+// (deferredIntent) with the first.
+func (e *Env) endTxHere(tx TxContext, visited, touched []string, calls *txState) error {
 	var callees []string
 	for _, t := range touched {
 		if ssf, ok := strings.CutPrefix(t, "c|"); ok {
@@ -551,7 +655,9 @@ func (e *Env) endTxHere(tx TxContext, visited []string) error {
 		if slices.Contains(visited, c) {
 			continue
 		}
-		end, err := e.logCall(c, txEndInput{Tx: tx, Visited: next}, false, builtinTxEnd)
+		in := txEndInput{Tx: tx, Visited: next}
+		in.Touched, in.Listed = calls.calleeList(c)
+		end, err := e.logCall(c, in, false, builtinTxEnd)
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,11 @@ type Result struct {
 	// TxConflict reports that the abort started from a lost wait-die conflict (not from the
 	// application), so retrying the transaction can succeed.
 	TxConflict bool `json:"tx_conflict,omitempty"`
+	// TxTouched, if TxListed, is what a transaction's participant touched in it (the items it
+	// locked, the SSFs it called), for the caller to pass to the participant's end, which then
+	// need not read the participant's record of it.
+	TxTouched []string `json:"tx_touched,omitempty"`
+	TxListed  bool     `json:"tx_listed,omitempty"`
 	// Replayed reports that the result was recorded before this request reached the runtime
 	// (by an earlier request with the same instance id, or a concurrent one that finished
 	// first): the request ran nothing. Set by the runtime that answers; never stored or sent.
