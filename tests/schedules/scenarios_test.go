@@ -576,7 +576,7 @@ func TestScheduleTxOwnerEndsInline(t *testing.T) {
 }
 
 // A transaction whose owner is itself called (its intent created by its first flush, marked as
-// holding locks there, with the record naming its participant): duplicated callers, a crash
+// holding locks there, before it calls its participant): duplicated callers, a crash
 // and a pause anywhere; the commit happens once, all or nothing, and no lock stays held.
 func TestScheduleTxCalledOwner(t *testing.T) {
 	sc := Scenario{Name: "tx-called-owner", Setup: setup(map[string]any{}),
