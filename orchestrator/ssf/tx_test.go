@@ -997,3 +997,50 @@ func TestEndsStartFromWhatTheParticipantsReported(t *testing.T) {
 		}
 	}
 }
+
+// A participant the intent collector gave up reports no list (its result is the collector's):
+// the owner aborts, and the participant's end reads its record to release the lock it took.
+func TestGivenUpParticipantIsEndedFromItsRecord(t *testing.T) {
+	c, h, base := relaunchWorld(t)
+	participant, owner := base, base
+	participant.Name, participant.Store, participant.MaxAttempts = "acct", newTable(), 1
+	participant.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.Write("bal", "a", 5); err != nil { // takes a's lock
+			return nil, err
+		}
+		return nil, env.Stop(errors.New("the worker is shutting down")) // every execution
+	}
+	owner.Name, owner.Store = "owner", newTable()
+	owner.Handler = func(env *ssf.Env, in json.RawMessage) (any, error) {
+		if err := env.BeginTx(); err != nil {
+			return nil, err
+		}
+		_, err := env.SyncInvoke("acct", nil)
+		var app *ssf.AppError
+		switch {
+		case errors.As(err, &app) || errors.Is(err, ssf.ErrTxAborted):
+			if err := env.AbortTx(); err != nil {
+				return nil, err
+			}
+		case err != nil:
+			return nil, err // not answered: this execution fails, and a relaunch calls again
+		}
+		return env.EndTx()
+	}
+	rts := failFirst(t, h, "owner", "o-1", participant, owner)
+	relaunchHourly(t, h, c, rts["acct"], 3)
+	if gaveUp := rts["acct"].Stats().GaveUp; gaveUp != 1 {
+		t.Fatalf("the participant was given up %d times, want once", gaveUp)
+	}
+	if locks, err := rts["acct"].Locks(context.Background()); err != nil || len(locks) != 1 {
+		t.Fatalf("locks before the end: %v %v, want the participant's", locks, err)
+	}
+	relaunchHourly(t, h, c, rts["owner"], 1)
+	if st, err := rts["owner"].Intent(context.Background(), "o-1"); err != nil || !st.Done || string(st.Result.Output) != "false" {
+		t.Fatalf("the owner: %+v %v, want it finished with its transaction aborted", st, err)
+	}
+	noLocks(t, rts)
+	if got := balances(t, rts["acct"])["bal/a"]; got != "" {
+		t.Fatalf("a = %s, want no committed value", got)
+	}
+}
