@@ -671,6 +671,18 @@ func newRequestLog() (*store.Table, *[][]store.Key) {
 	return store.NewTable(d, "mem://requests"), requests
 }
 
+// requestLoggedSSFs adds an SSF per handler, each on a store of its own whose requests it
+// logs.
+func requestLoggedSSFs(t *testing.T, h *local.Host, handlers map[string]ssf.Handler) (map[string]*ssf.Runtime, map[string]*[][]store.Key) {
+	rts, requests := map[string]*ssf.Runtime{}, map[string]*[][]store.Key{}
+	for name, fn := range handlers {
+		tbl, reqs := newRequestLog()
+		requests[name] = reqs
+		rts[name] = addConfig(t, h, ssf.Config{Name: name, Store: tbl, Handler: fn})
+	}
+	return rts, requests
+}
+
 func (l requestLog) record(keys ...store.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -706,17 +718,8 @@ func (l requestLog) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([
 func TestTransactionWritesNoIntentOnItsOwn(t *testing.T) {
 	h := local.NewHost()
 	t.Cleanup(h.Close)
-	rts := map[string]*ssf.Runtime{}
-	requests := map[string]*[][]store.Key{}
-	for _, name := range []string{"hotel", "flight"} {
-		tbl, reqs := newRequestLog()
-		requests[name] = reqs
-		rts[name] = addConfig(t, h, ssf.Config{Name: name, Store: tbl, Handler: accounts})
-	}
-	tbl, reqs := newRequestLog()
-	requests["trip"] = reqs
-	rts["trip"] = addConfig(t, h, ssf.Config{Name: "trip", Store: tbl,
-		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+	rts, requests := requestLoggedSSFs(t, h, map[string]ssf.Handler{"hotel": accounts, "flight": accounts,
+		"trip": func(env *ssf.Env, in json.RawMessage) (any, error) {
 			if err := env.BeginTx(); err != nil {
 				return nil, err
 			}
@@ -896,8 +899,6 @@ func (f faultFunc) Inject(_ context.Context, p ssf.FaultPoint) error { return f(
 func TestEndsStartFromWhatTheParticipantsReported(t *testing.T) {
 	h := local.NewHost()
 	t.Cleanup(h.Close)
-	rts := map[string]*ssf.Runtime{}
-	requests := map[string]*[][]store.Key{}
 	// bulk writes n items with long keys in the transaction: at 200 the list does not fit a
 	// result (maxListedBytes).
 	bulk := func(env *ssf.Env, in json.RawMessage) (any, error) {
@@ -912,15 +913,8 @@ func TestEndsStartFromWhatTheParticipantsReported(t *testing.T) {
 		}
 		return n, nil
 	}
-	for name, fn := range map[string]ssf.Handler{"hotel": accounts, "flight": accounts, "bulk": bulk} {
-		tbl, reqs := newRequestLog()
-		requests[name] = reqs
-		rts[name] = addConfig(t, h, ssf.Config{Name: name, Store: tbl, Handler: fn})
-	}
-	tbl, reqs := newRequestLog()
-	requests["trip"] = reqs
-	rts["trip"] = addConfig(t, h, ssf.Config{Name: "trip", Store: tbl,
-		Handler: func(env *ssf.Env, in json.RawMessage) (any, error) {
+	rts, requests := requestLoggedSSFs(t, h, map[string]ssf.Handler{"hotel": accounts, "flight": accounts, "bulk": bulk,
+		"trip": func(env *ssf.Env, in json.RawMessage) (any, error) {
 			var bulkItems int
 			if err := json.Unmarshal(in, &bulkItems); err != nil {
 				return nil, err
