@@ -64,7 +64,7 @@ type unloggedEntry struct {
 	event *dataEvent // the item read or written, when the SSF captures provenance
 	kind  string     // the log row's kind when not "read" (a read-only SQL step's)
 	// txRecord, if set, makes the entry not a log entry but a note in a transaction's record
-	// (Env.record), idempotent, at this key.
+	// (Env.note), idempotent, at this key.
 	txRecord *store.Key
 	call     *callRecord // if set, the entry is the invoke-log entry of a derived call
 	at       int64       // when it was taken, for provenance (entries without an event)
