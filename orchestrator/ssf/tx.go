@@ -99,9 +99,11 @@ type txState struct {
 	noted   map[string]bool
 	// listed is what the instances this execution called in the transaction touched, per SSF,
 	// as their results reported; unlisted are the SSFs one of whose results did not (it came
-	// from a collector, or did not fit): their ends read their records.
+	// from a collector, or did not fit); deep says that a listed instance called further, so
+	// that instances anywhere may have reported to it, not here.
 	listed   map[string][]string
 	unlisted map[string]bool
+	deep     bool
 }
 
 func newTxState(ctx TxContext, owner bool) *txState {
@@ -133,6 +135,7 @@ func (tx *txState) heard(callee string, res Result) {
 		return
 	}
 	for _, t := range res.TxTouched {
+		tx.deep = tx.deep || strings.HasPrefix(t, "c|")
 		if !slices.Contains(tx.listed[callee], t) {
 			tx.listed[callee] = append(tx.listed[callee], t)
 		}
@@ -143,10 +146,13 @@ func (tx *txState) heard(callee string, res Result) {
 	}
 }
 
-// calleeList is what the instances of callee in the transaction touched, if every one of them
-// reported it.
+// calleeList is what the instances of callee in the transaction touched, if this execution
+// called every one of them and each reported it: the transaction's calls form a star around
+// this execution (no participant called further, and each reported what it called, so none
+// did). Otherwise an instance of callee may have been called, and reported, elsewhere, and
+// only callee's record lists them all.
 func (tx *txState) calleeList(callee string) ([]string, bool) {
-	if tx == nil || tx.unlisted[callee] {
+	if tx == nil || len(tx.unlisted) > 0 || tx.deep {
 		return nil, false
 	}
 	l, ok := tx.listed[callee]
@@ -215,7 +221,9 @@ func (e *Env) endTx() (bool, error) {
 	e.tx = nil // the end runs outside the transaction
 	end := tx.ctx
 	end.Mode = mode
-	if err := e.endTxHere(end, []string{e.rt.cfg.Name}, tx.touched, tx); err != nil {
+	// Nothing is visited yet: the owner's own part is its list, not its SSF's record, which
+	// holds the notes of participant instances of this SSF (a call that came back here), if any.
+	if err := e.endTxHere(end, nil, tx.touched, tx); err != nil {
 		if e.err != nil {
 			return false, e.err
 		}
