@@ -532,6 +532,9 @@ func reusedIDAfterCollection(t *testing.T, tables func(string) *store.Table) {
 // instance (its last steps: the commit of k, then the end of the callee's part). Whatever the
 // interleaving, crash and pause: the commit happens once, all or nothing across both SSFs, and
 // no lock stays held.
+// incrementC is a transaction's participant: it adds one to t/c.
+func incrementC(env *ssf.Env, _ json.RawMessage) (any, error) { return increment(env, "t", "c") }
+
 func TestScheduleTxOwnerEndsInline(t *testing.T) {
 	sc := Scenario{Name: "tx-owner-ends-inline", Setup: setup(map[string]any{"t/k": 1}),
 		SSFs: map[string]ssf.Handler{
@@ -555,9 +558,7 @@ func TestScheduleTxOwnerEndsInline(t *testing.T) {
 				}
 				return v, nil
 			},
-			"callee": func(env *ssf.Env, _ json.RawMessage) (any, error) {
-				return increment(env, "t", "c")
-			}},
+			"callee": incrementC},
 		Executions: duplicates(2, ssf.Request{}), Events: []Event{pause}, Crashes: 1,
 		Check: func(w *World, o Outcome) error {
 			if err := noLocks(o); err != nil {
@@ -598,9 +599,7 @@ func TestScheduleTxCalledOwner(t *testing.T) {
 				}
 				return env.EndTx()
 			},
-			"callee": func(env *ssf.Env, _ json.RawMessage) (any, error) {
-				return increment(env, "t", "c")
-			}},
+			"callee": incrementC},
 		Executions: duplicates(2, ssf.Request{}), Events: []Event{pause}, Crashes: 1,
 		Check: func(w *World, o Outcome) error {
 			if err := noLocks(o); err != nil {
