@@ -53,6 +53,11 @@ type Env struct {
 	// intentRow is the intent's row as this execution's last update of it left it (intent.row),
 	// nil when unknown.
 	intentRow store.Attrs
+	// deferring, set by a transaction end on a store with transactions, holds its commits back
+	// to the done mark's store transaction (deferred, writeDeferred): an end's result depends on
+	// none of them, so the whole end is one commit.
+	deferring bool
+	deferred  []deferredWrite
 	stepSpan  trace.Span // the step being taken, when tracing records (traceStep)
 }
 
@@ -864,6 +869,42 @@ func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 	return store.BatchUpdate{Key: key, Cond: store.RowAbsent(), Update: upd}
 }
 
+// deferredWrite is a logged write held back to the done mark's store transaction.
+type deferredWrite struct {
+	part string
+	step int
+	w    daalWrite
+	out  daalOutcome // once written
+}
+
+// writeDeferred performs the deferred writes in st, the done mark's store transaction, and
+// queues their provenance records for that transaction's flush. Every execution of the instance
+// defers the same steps, and a step another execution committed is found logged (case A), so
+// a retried or duplicated transaction writes each at most once.
+func (e *Env) writeDeferred(st *store.Table) error {
+	for i := range e.deferred {
+		d := &e.deferred[i]
+		out, err := e.rt.writeDAAL(e.ctx, st, d.part, logKey(e.id, e.incarnation, d.step), d.w)
+		if err != nil {
+			return err
+		}
+		d.out = out
+		e.queueRecord(d.step, d.w, out)
+	}
+	return nil
+}
+
+// rememberTails remembers, once the done mark's transaction committed, the rows the deferred
+// writes left, as logAndWrite does after its own commit.
+func (e *Env) rememberTails() {
+	for _, d := range e.deferred {
+		if d.out.row != nil {
+			e.rt.tails.put(e.rt.st.Name(), d.part, chainRow{id: d.out.rowID, attrs: d.out.row})
+		}
+	}
+	e.deferred = nil
+}
+
 // logAndWrite flushes the queued read-log entries, then performs step's logged write on the
 // linked DAAL in partition part. On a store with transactions (store.Transactor) both go in one
 // transaction with one commit: with an ACID store, the log writes share the data write's
@@ -900,14 +941,22 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 		e.rt.tails.put(e.rt.st.Name(), part, chainRow{id: out.rowID, attrs: out.row})
 	}
 	e.flushed(kept)
-	if rec := w.record; rec != nil && (out.applied || !w.txValue) { // a transaction's write records what it keeps
-		if w.commitTxValue && !e.committedValue(rec, out) {
-			return out, nil // the commit wrote no value: a release, not a write
-		}
-		rec.applied, rec.version, rec.at = out.applied, out.version, e.rt.now()
-		e.unlogged = append(e.unlogged, unloggedEntry{step: step, event: rec})
-	}
+	e.queueRecord(step, w, out)
 	return out, nil
+}
+
+// queueRecord queues the provenance record of write step w, which had outcome out, if it has
+// one: it is written with the next batch of log entries.
+func (e *Env) queueRecord(step int, w daalWrite, out daalOutcome) {
+	rec := w.record
+	if rec == nil || (!out.applied && w.txValue) { // a transaction's write records what it keeps
+		return
+	}
+	if w.commitTxValue && !e.committedValue(rec, out) {
+		return // the commit wrote no value: a release, not a write
+	}
+	rec.applied, rec.version, rec.at = out.applied, out.version, e.rt.now()
+	e.unlogged = append(e.unlogged, unloggedEntry{step: step, event: rec})
 }
 
 // committedValue completes the provenance record of a transaction's commit of an item with the

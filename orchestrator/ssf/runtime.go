@@ -892,7 +892,9 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 			rs = rs[records:]
 		}
 	} else {
+		queued := len(env.unlogged)
 		err = rt.atomically(env.ctx, intentKey(in.id), func(st *store.Table) (err error) {
+			env.unlogged = env.unlogged[:queued] // a transaction run again queues its records again
 			if !oneCommit {
 				if _, err = env.flushTo(st, true); err != nil {
 					return err
@@ -917,6 +919,9 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 					return err
 				}
 			}
+			if err = env.writeDeferred(st); err != nil {
+				return err
+			}
 			carrying, finish := env.carryingFlush(st, true, true)
 			if rs, err = carrying.UpdateBatch(env.ctx, batch); err != nil {
 				return err
@@ -932,6 +937,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		return Result{}, env.fail(err)
 	}
 	env.unlogged = env.unlogged[:0]
+	env.rememberTails()
 	if r := rs[0]; !r.Applied {
 		stored, err := decodeIntent(in.id, r.Attrs)
 		if err != nil {

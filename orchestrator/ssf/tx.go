@@ -586,6 +586,9 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("%w: transaction end input %s: %v", ErrCorrupt, raw, err)
 	}
+	// On a store with transactions the commits go in the done mark's (markDone): the end is
+	// one commit, which also creates its intent when nothing was flushed before it.
+	e.deferring = e.rt.transactional()
 	touched := in.Touched
 	if !in.Listed {
 		var err error
@@ -635,7 +638,8 @@ func (e *Env) readTxRecord(txID string) ([]string, error) {
 // the uncommitted values. Each step applies only while the transaction holds the lock, so ending
 // a transaction twice (two ends, or an end replayed after a crash) changes nothing the second
 // time. The commits write through flushes, which carry a called end's intent creation
-// (deferredIntent) with the first.
+// (deferredIntent) with the first, or, in an end deferring them (Env.deferring), in the done
+// mark's store transaction.
 func (e *Env) endTxHere(tx TxContext, visited, touched []string, calls *txState) error {
 	var callees []string
 	for _, t := range touched {
@@ -652,6 +656,11 @@ func (e *Env) endTxHere(tx TxContext, visited, touched []string, calls *txState)
 		step, err := e.beginQueued()
 		if err != nil {
 			return err
+		}
+		if e.deferring {
+			w.versioned = w.record != nil
+			e.deferred = append(e.deferred, deferredWrite{part: dataPartition(table, key), step: step, w: w})
+			continue
 		}
 		if _, err := e.logAndWrite(dataPartition(table, key), step, w); err != nil {
 			return err

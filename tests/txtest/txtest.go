@@ -62,6 +62,7 @@ func Run(t suite.T, newStore testtables.Factory, opts Options) {
 	suite.Run(t, "ConcurrentTransfersSerializable", func(t suite.T) { concurrentTransfers(t, newStore, opts) })
 	suite.Run(t, "CrashAtEveryPointOfCommitAndAbort", func(t suite.T) { everyPoint(t, newStore, opts) })
 	suite.Run(t, "WaitDieRandomLockOrders", func(t suite.T) { waitDie(t, newStore, opts) })
+	suite.Run(t, "OverlappingEndsCommitOnce", func(t suite.T) { overlappingEnds(t, newStore) })
 }
 
 // balance is an account's value: the amount and the version, which names the transaction that

@@ -1,0 +1,151 @@
+package txtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssfkit/ssfkit/adapters/host/local"
+	"github.com/ssfkit/ssfkit/adapters/provenance"
+	"github.com/ssfkit/ssfkit/adapters/store"
+	"github.com/ssfkit/ssfkit/internal/suite"
+	"github.com/ssfkit/ssfkit/internal/testtables"
+	"github.com/ssfkit/ssfkit/orchestrator/ssf"
+)
+
+// endItems are the items the participant of overlappingEnds writes in each transaction.
+var endItems = []string{"x", "y", "z"}
+
+// stamper is a transaction participant: it reads each item (taking its lock) and writes the
+// input there.
+func stamper(env *ssf.Env, in json.RawMessage) (any, error) {
+	for _, k := range endItems {
+		if _, err := env.Read("t", k); err != nil {
+			return nil, err
+		}
+		if err := env.Write("t", k, in); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// discardSink takes provenance exports and keeps none: the test reads records from the logs.
+type discardSink struct{}
+
+func (discardSink) Export(context.Context, string, []provenance.Record) error { return nil }
+func (discardSink) Close() error                                              { return nil }
+
+// commitCounter counts the store transactions a driver commits or rolls back.
+type commitCounter struct {
+	store.Driver
+	tr store.Transactor
+	n  *atomic.Int64
+}
+
+func (c commitCounter) Transact(ctx context.Context, fn func(store.Driver) error) error {
+	c.n.Add(1)
+	return c.tr.Transact(ctx, fn)
+}
+
+// overlappingEnds ends transactions of one participant SSF from outside (as a workflow does,
+// ssf.EndTxRequest): first one end alone, which on a store with transactions must be one store
+// transaction however many items it commits (its commits go in its done mark's); then rounds in
+// which two executions of one end instance and a second end instance of the same transaction
+// run at once. Every round must commit each item's value once (one version more, one
+// provenance write record per item in the end that applied it), release every lock, and give
+// every end the same result.
+func overlappingEnds(t suite.T, newStore testtables.Factory) {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tbl := newStore(t, "stamper")
+	var commits atomic.Int64
+	tr, transactions := tbl.Driver().(store.Transactor)
+	if transactions {
+		tbl = store.NewTable(commitCounter{Driver: tbl.Driver(), tr: tr, n: &commits}, tbl.Name())
+	}
+	host := local.NewHost()
+	host.Logger = quiet
+	t.Cleanup(host.Close)
+	rt, err := host.Add(ssf.Config{Name: "stamper", Store: tbl, Handler: stamper, Lifetime: time.Hour, GCBound: 2 * time.Hour,
+		Logger: quiet, Provenance: provenance.CaptureFull, ProvenanceSink: discardSink{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := 4
+	for r := range rounds {
+		tctx := ssf.TxContext{ID: fmt.Sprintf("ends-%d", r), Start: time.Now().UnixNano(), Mode: ssf.TxExecute}
+		value := fmt.Sprintf(`{"round":%d}`, r)
+		res, err := rt.Handle(ctx, ssf.Request{Kind: ssf.KindInvoke, InstanceID: fmt.Sprintf("stamp-%d", r), Input: json.RawMessage(value), Tx: &tctx})
+		if err != nil || res.Err() != nil {
+			t.Fatalf("round %d: participant: %v %v", r, err, res.Err())
+		}
+		tctx.Mode = ssf.TxCommit
+		ends := []string{fmt.Sprintf("end-%d", r)}
+		if r > 0 {
+			ends = append(ends, ends[0], fmt.Sprintf("end-%d-again", r))
+		}
+		before := commits.Load()
+		results := make([]ssf.Result, len(ends))
+		errs := make([]error, len(ends))
+		var wg sync.WaitGroup
+		for i, id := range ends {
+			req, err := ssf.EndTxRequest(id, "stamper", tctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = rt.Handle(ctx, req)
+			}()
+		}
+		wg.Wait()
+		for i := range ends {
+			if errs[i] != nil || results[i].Err() != nil {
+				t.Fatalf("round %d: end %s: %v %v", r, ends[i], errs[i], results[i].Err())
+			}
+		}
+		if n := commits.Load() - before; r == 0 && transactions && n != 1 {
+			t.Fatalf("an end of %d items took %d store transactions, want 1 (its commits in its done mark's)", len(endItems), n)
+		}
+		locks, err := rt.Locks(ctx)
+		if err != nil || len(locks) != 0 {
+			t.Fatalf("round %d: locks left held: %v %v", r, locks, err)
+		}
+		items, err := rt.Items(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records := map[string]int{}
+		for _, id := range slices.Compact(slices.Clone(ends)) {
+			rec, found, err := rt.Steps(ctx, id)
+			if err != nil || !found {
+				t.Fatalf("round %d: steps of %s: found %v, %v", r, id, found, err)
+			}
+			for _, ev := range rec.Events {
+				if ev.Kind != "write" {
+					continue
+				}
+				records[ev.Key]++
+				if ev.Version == nil || *ev.Version != int64(r+1) || string(ev.Value) != value {
+					t.Errorf("round %d: %s's commit of %s recorded version %v value %s, want %d and %s", r, id, ev.Key, ev.Version, ev.Value, r+1, value)
+				}
+			}
+		}
+		for _, k := range endItems {
+			if got := string(items["t/"+k]); got != value {
+				t.Fatalf("round %d: item %s is %s, want %s", r, k, got, value)
+			}
+			if records[k] != 1 {
+				t.Fatalf("round %d: item %s has %d commit records among the ends, want exactly 1: %v", r, k, records[k], records)
+			}
+		}
+	}
+}
