@@ -12,9 +12,11 @@
 // statement. Batches (store.Batcher) run in one read-committed transaction, one commit, each
 // update reading its row under a lock (SELECT ... FOR UPDATE); a transaction's BEGIN travels
 // with its first statement. Inside a transaction, an update of a row the transaction's scan
-// read is a compare-and-swap on the bytes read (one UPDATE), falling back to the locked read
-// when the row changed; a batch's one-statement updates go in one round trip, and a final batch
-// (store.FinalBatcher) takes the COMMIT with it when the scan predicts every update applies.
+// read is a compare-and-swap on the bytes read (one UPDATE), sent with the transaction's next
+// request rather than on its own, and made to fail the transaction if it matches no row (the
+// function then runs again, deciding each update on the row as it is); a batch's one-statement
+// updates go in one round trip, and a final batch (store.FinalBatcher) takes the COMMIT with it
+// when the scan predicts every update applies.
 // store.Transactor puts any sequence of operations in one transaction:
 // the runtime's faster path, which writes an SSF's log entries and data in one commit (Beldi
 // §8, Apiary). transactions=off hides it, so the runtime takes its portable path (for
@@ -163,7 +165,7 @@ func (w withoutTransactions) Close() error                   { return w.d.Close(
 
 // wrap maps connection failures onto store.ErrUnavailable.
 func (d *Driver) wrap(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrInvalid) {
+	if err == nil || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrInvalid) || errors.Is(err, errFinalRefused) {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -207,6 +209,14 @@ func (d *Driver) swap(key store.Key, old, blob []byte) statement {
 	sum := sha256.Sum256(old)
 	return statement{`UPDATE ` + d.table + ` SET attrs = $3 WHERE pk = $1 AND sk = $2 AND sha256(attrs) = $4`,
 		[]any{key.Partition, key.Sort, blob, sum[:]}}
+}
+
+// mustSwap is swap made to fail (division by zero, 22012) when it matches no row, so that the
+// server aborts the transaction instead of going on without it.
+func (d *Driver) mustSwap(key store.Key, old, blob []byte) statement {
+	s := d.swap(key, old, blob)
+	s.sql = `WITH swapped AS (` + s.sql + ` RETURNING 1) SELECT 1 / count(*) FROM swapped`
+	return s
 }
 
 // insert is the statement that creates the row key holding blob: with ifAbsent, doing nothing
@@ -517,17 +527,17 @@ func (d *Driver) deleteRow(key store.Key) statement {
 // Transact implements store.Transactor: fn's operations run in one read-committed
 // transaction, each conditional update under a row lock held until the commit.
 func (d *Driver) Transact(ctx context.Context, fn func(tx store.Driver) error) error {
-	commitsEarly := true
+	predicting := true
 	for {
 		err := d.transact(ctx, func(tx *pipelinedTx) error {
 			t := newTxDriver(d, tx)
-			t.commitsEarly = commitsEarly
+			t.predicting = predicting
 			return fn(t)
 		})
 		if !errors.Is(err, errFinalRefused) {
 			return err
 		}
-		commitsEarly = false // an update of the final batch did not apply: decide them one by one
+		predicting = false // an update sent ahead did not apply: decide them one by one
 	}
 }
 
@@ -655,9 +665,11 @@ type txDriver struct {
 	d    *Driver
 	tx   *pipelinedTx
 	read map[store.Key][]byte
-	// commitsEarly lets UpdateBatchFinal send the COMMIT with its statements (off in an
-	// attempt after one whose final batch did not apply).
-	commitsEarly bool
+	// predicting lets the transaction send an update whose outcome it knows ahead: a swap with
+	// its next request (update), UpdateBatchFinal's statements with the COMMIT. Each is made to
+	// fail the transaction if it does not apply (errFinalRefused); the attempt after that one
+	// decides every update as it goes.
+	predicting bool
 }
 
 func newTxDriver(d *Driver, tx *pipelinedTx) txDriver {
@@ -674,6 +686,13 @@ func (t txDriver) update(ctx context.Context, u store.BatchUpdate) (store.Update
 		delete(t.read, u.Key)
 		if cur, err := store.DecodeAttrs(old); err == nil {
 			if res, blob, err := u.Evaluate(cur, true, t.d.limits.MaxRowBytes); err == nil && res.Applied {
+				if t.predicting {
+					// Sent with the transaction's next request (or its COMMIT): no round trip
+					// of its own. A row that changed fails the transaction, run again then.
+					t.tx.later(t.d.mustSwap(u.Key, old, blob))
+					t.read[u.Key] = blob
+					return res, nil
+				}
 				swap := t.d.swap(u.Key, old, blob)
 				tag, err := t.tx.Exec(ctx, swap.sql, swap.args...)
 				if err != nil {
@@ -732,9 +751,10 @@ func (t txDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]s
 	return rs, t.d.wrap(ctx, err)
 }
 
-// errFinalRefused ends an attempt whose final batch the server refused: one of its updates did
-// not apply as planned. The transaction is aborted; Transact runs the function again.
-var errFinalRefused = errors.New("pgstore: an update of the transaction's final batch did not apply")
+// errFinalRefused ends an attempt in which the server refused an update sent ahead (a swap with
+// a later request, a final batch): it did not apply as planned. The transaction is aborted;
+// Transact runs the function again.
+var errFinalRefused = errors.New("pgstore: an update the transaction sent ahead did not apply")
 
 // UpdateBatchFinal implements store.FinalBatcher. When every update is one statement whose
 // outcome the transaction already knows (a swap of a row its scan read, the condition holding
@@ -760,21 +780,19 @@ func (t txDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate)
 		keys[u.Key] = true
 		rs[i] = p.res
 		if p.scanned {
-			swap := t.d.swap(u.Key, p.old, p.blob)
-			swap.sql = `WITH swapped AS (` + swap.sql + ` RETURNING 1) SELECT 1 / count(*) FROM swapped`
-			stmts = append(stmts, swap)
+			stmts = append(stmts, t.d.mustSwap(u.Key, p.old, p.blob))
 		} else {
 			stmts = append(stmts, t.d.insert(u.Key, p.blob, false))
 		}
 	}
-	if !t.commitsEarly || len(stmts) == 0 || len(stmts) != len(ups) {
+	if !t.predicting || len(stmts) == 0 || len(stmts) != len(ups) {
 		rs, err := t.updateAll(ctx, ups)
 		return rs, false, t.d.wrap(ctx, err)
 	}
 	err := t.tx.commitWith(ctx, stmts)
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "22012"): // a row was there; a swap matched none
+	case errors.Is(err, errFinalRefused) || errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "22012"): // a row was there; a swap matched none
 		return nil, false, errFinalRefused
 	case err != nil:
 		return nil, false, t.d.wrap(ctx, err)

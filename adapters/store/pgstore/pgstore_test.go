@@ -541,3 +541,87 @@ func countedTable(t *testing.T, table string) (store.Driver, func() int64) {
 		return n
 	}
 }
+
+// An update of a row the transaction knows the bytes of, whose condition holds on them, is not
+// a round trip of its own: the swap goes with the transaction's next request (the runtime's
+// transaction end commits its items this way, then its done mark and the COMMIT in one). Until
+// then the row is not locked; the transaction's own later read sees the update. A row another
+// writer changed in between makes that next request fail the attempt, and the next attempt
+// decides the update on the row as it is.
+func TestSwapGoesWithTheNextRequest(t *testing.T) {
+	ctx := context.Background()
+	d, _ := countedTable(t, "swaps_later")
+	base, err := pgtest.DurableBaseURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close(ctx) })
+	lockedElsewhere := func(k store.Key) bool {
+		_, err := other.Exec(ctx, `SELECT 1 FROM swaps_later WHERE pk = $1 AND sk = $2 FOR UPDATE NOWAIT`, k.Partition, k.Sort)
+		return err != nil
+	}
+	v := func(n int64) store.Update { return store.Update{store.SetAttr(store.Path{"v"}, n)} }
+	a, b := store.Key{Partition: "p", Sort: "a"}, store.Key{Partition: "p", Sort: "b"}
+	for _, k := range []store.Key{a, b} {
+		if _, err := d.Update(ctx, k, store.Always(), v(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempts := 0
+	err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		attempts++
+		if _, _, err := tx.Get(ctx, a); err != nil {
+			return err
+		}
+		r, err := tx.Update(ctx, a, store.Equal(store.Path{"v"}, int64(1)), v(2))
+		if err != nil || !r.Applied {
+			return fmt.Errorf("update of a read row: %+v %v", r, err)
+		}
+		if lockedElsewhere(a) {
+			return errors.New("the swap was sent on its own: the row is locked before the next request")
+		}
+		got, _, err := tx.Get(ctx, b) // the next request: the swap goes first
+		if err != nil || got["v"] != int64(1) || !lockedElsewhere(a) {
+			return fmt.Errorf("the next request: %v %v, a locked %v; want b read and a locked by the swap", got, err, lockedElsewhere(a))
+		}
+		got, _, err = tx.Get(ctx, a)
+		if err != nil || got["v"] != int64(2) {
+			return fmt.Errorf("the transaction reads %v (%v) after its update, want 2", got, err)
+		}
+		return nil
+	})
+	if err != nil || attempts != 1 {
+		t.Fatalf("swap sent ahead: %v after %d attempts, want one", err, attempts)
+	}
+	// Another writer changes the row between the read and the update: the attempt fails with the
+	// next request, and the second decides on the writer's value.
+	attempts = 0
+	var last store.UpdateResult
+	err = d.(store.Transactor).Transact(ctx, func(tx store.Driver) error {
+		attempts++
+		if _, _, err := tx.Get(ctx, a); err != nil {
+			return err
+		}
+		if attempts == 1 {
+			if _, err := d.Update(ctx, a, store.Always(), v(10)); err != nil {
+				return err
+			}
+		}
+		var err error
+		if last, err = tx.Update(ctx, a, store.Equal(store.Path{"v"}, int64(2)), v(3)); err != nil {
+			return err
+		}
+		_, _, err = tx.Get(ctx, b)
+		return err
+	})
+	if err != nil || attempts != 2 || last.Applied || last.Attrs["v"] != int64(10) {
+		t.Fatalf("swap of a row changed since the read: %+v %v after %d attempts, want refused on the writer's 10 in a second attempt", last, err, attempts)
+	}
+	if got, _, err := d.Get(ctx, a); err != nil || got["v"] != int64(10) {
+		t.Fatalf("the row holds %v (%v), want the other writer's 10", got, err)
+	}
+}

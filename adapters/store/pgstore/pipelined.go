@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,6 +22,17 @@ type pipelinedTx struct {
 
 // later queues s to be sent with the transaction's next request.
 func (t *pipelinedTx) later(s statement) { t.queued = append(t.queued, s) }
+
+// sentError is the error of a statement sent ahead of the one a request was for (BEGIN, the
+// queued statements): a swap queued to apply that matched no row (txDriver.mustSwap) refused
+// the attempt.
+func sentError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22012" {
+		return fmt.Errorf("%w: %v", errFinalRefused, err)
+	}
+	return err
+}
 
 // unsent queues on b what the transaction has not sent yet (BEGIN, the queued statements),
 // and returns how many results of b's they are.
@@ -63,7 +76,7 @@ func (t *pipelinedTx) send(ctx context.Context, sql string, args []any) (pgx.Bat
 	for range n {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			return nil, err
+			return nil, sentError(err)
 		}
 	}
 	return br, nil
@@ -148,7 +161,7 @@ func (t *pipelinedTx) execAll(ctx context.Context, stmts []statement) (tags []pg
 	}()
 	for range before {
 		if _, err := br.Exec(); err != nil {
-			return nil, err
+			return nil, sentError(err)
 		}
 	}
 	tags = make([]pgconn.CommandTag, len(stmts))
