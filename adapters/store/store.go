@@ -103,6 +103,15 @@ type Batcher interface {
 	UpdateBatch(ctx context.Context, ups []BatchUpdate) ([]UpdateResult, error)
 }
 
+// AtomicBatcher is an optional Driver interface for backends that can apply a batch all or
+// nothing in one request (SQLite: one transaction; mem). UpdateBatchAtomic applies ups in order,
+// each evaluated on its row as the updates before it left it, only if every update's condition
+// holds; then applied is true and rs are the results, as UpdateBatch's. If any condition does
+// not hold, it changes nothing and returns applied false and no results.
+type AtomicBatcher interface {
+	UpdateBatchAtomic(ctx context.Context, ups []BatchUpdate) (rs []UpdateResult, applied bool, err error)
+}
+
 // Transactor is an optional Driver interface for backends with multi-row transactions
 // (PostgreSQL). Transact runs fn with a Driver whose operations all belong to one transaction,
 // committed when fn returns nil and rolled back when it returns an error (which Transact

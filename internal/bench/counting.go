@@ -207,6 +207,15 @@ func (d countingDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchU
 	return fb.UpdateBatchFinal(ctx, ups)
 }
 
+// countingAtomic keeps the store's all-or-nothing batches (store.AtomicBatcher) visible to the
+// runtime, counted as one update request each.
+type countingAtomic struct{ countingDriver }
+
+func (d countingAtomic) UpdateBatchAtomic(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, bool, error) {
+	defer d.c.done(reqUpdate, time.Now())
+	return d.Driver.(store.AtomicBatcher).UpdateBatchAtomic(ctx, ups)
+}
+
 // DeleteBlind forwards store.BlindDeleter, counted as a delete (the store may send it with the
 // transaction's next request).
 func (d countingDriver) DeleteBlind(ctx context.Context, key store.Key) error {
@@ -233,9 +242,12 @@ func openCounted(ctx context.Context, rawURL string, c *Counter) (*store.Table, 
 	if err != nil {
 		return nil, err
 	}
-	var d store.Driver = countingDriver{Driver: t.Driver(), c: c}
+	counted := countingDriver{Driver: t.Driver(), c: c}
+	var d store.Driver = counted
 	if _, ok := t.Driver().(store.Transactor); ok {
-		d = countingTransactor{d.(countingDriver)}
+		d = countingTransactor{counted}
+	} else if _, ok := t.Driver().(store.AtomicBatcher); ok {
+		d = countingAtomic{counted}
 	}
 	return store.NewTable(d, t.Name()), nil
 }

@@ -52,11 +52,11 @@ var Backends = []Backend{
 		// With the default 5 ms relaunch delay, every execution that waits its turn grows
 		// duplicates that lengthen everyone's wait (a loaded machine made a 6 s run take six
 		// minutes): three clients instead of six, relaunches after 100 ms (still well inside an
-		// execution on moto), a 2 s lifetime bounding each duplicate (with 1 s, a machine whose
-		// moto answered slowly under a parallel `make test` fenced every execution of an
-		// instance at its lifetime, and left it unfinished for minutes), and 6 s that give the
-		// garbage collector rows to reclaim.
-		Lincheck: LincheckOptions{Clients: 3, Lifetime: 2 * time.Second, Duration: 6 * time.Second, RelaunchDelay: 100 * time.Millisecond},
+		// execution on moto), a 4 s lifetime bounding each duplicate (with 1 s, and once with
+		// 2 s, a machine whose moto answered slowly under a parallel `make test` fenced every
+		// execution of an instance at its lifetime, 31 launches in two minutes, and left it
+		// unfinished), and 6 s that give the garbage collector rows to reclaim.
+		Lincheck: LincheckOptions{Clients: 3, Lifetime: 4 * time.Second, Duration: 6 * time.Second, RelaunchDelay: 100 * time.Millisecond},
 		// About 150 requests a second make a transfer take seconds: fewer transfers and crashes,
 		// and a relaunch delay that does not relaunch live transfers.
 		Tx: func() TxOptions {

@@ -348,6 +348,21 @@ func (rt *Runtime) tryWrite(ctx context.Context, st *store.Table, part, row stri
 // write's changes, under the condition that the row is still in case B (and, for a write that
 // decided on cur, still at cur's version).
 func (rt *Runtime) caseBWrite(ctx context.Context, st *store.Table, key store.Key, cur store.Attrs, lk string, w daalWrite) (daalOutcome, store.UpdateResult, error) {
+	out, guard, upd := rt.planCaseB(cur, lk, w)
+	r, err := st.Update(ctx, key, guard, upd)
+	if err != nil {
+		return daalOutcome{}, store.UpdateResult{}, err
+	}
+	if r.Applied {
+		out.rowID, out.row = key.Sort, r.Attrs
+	}
+	return out, r, nil
+}
+
+// planCaseB plans write w as case B on a row whose state is cur: the outcome if the update
+// applies, the condition that the row is still in case B (and, for a write that decided on cur,
+// still at cur's version), and the update.
+func (rt *Runtime) planCaseB(cur store.Attrs, lk string, w daalWrite) (daalOutcome, store.Cond, store.Update) {
 	w = w.committing(cur)
 	out, guard := daalOutcome{applied: true, version: -1}, rt.caseBCond(lk)
 	if w.when != nil {
@@ -366,14 +381,7 @@ func (rt *Runtime) caseBWrite(ctx context.Context, st *store.Table, key store.Ke
 	if w.commitTxValue && out.applied {
 		out.committed = w.value
 	}
-	r, err := st.Update(ctx, key, guard, w.update(lk, out))
-	if err != nil {
-		return daalOutcome{}, store.UpdateResult{}, err
-	}
-	if r.Applied {
-		out.rowID, out.row = key.Sort, r.Attrs
-	}
-	return out, r, nil
+	return out, guard, w.update(lk, out)
 }
 
 // caseB reports whether the row, as known, is a tail with room and without this step logged.

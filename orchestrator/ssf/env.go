@@ -53,9 +53,10 @@ type Env struct {
 	// intentRow is the intent's row as this execution's last update of it left it (intent.row),
 	// nil when unknown.
 	intentRow store.Attrs
-	// deferring, set by a transaction end on a store with transactions, holds its commits back
-	// to the done mark's store transaction (deferred, writeDeferred): an end's result depends on
-	// none of them, so the whole end is one commit.
+	// deferring, set by a transaction end on a store with transactions or all-or-nothing
+	// batches, holds its commits back to the done mark (deferred): an end's result depends on
+	// none of them, so the whole end is one commit (writeDeferred in the done mark's store
+	// transaction, or Runtime.endInOneBatch).
 	deferring bool
 	deferred  []deferredWrite
 	stepSpan  trace.Span // the step being taken, when tracing records (traceStep)
@@ -891,6 +892,18 @@ func (e *Env) writeDeferred(st *store.Table) error {
 		d.out = out
 		e.queueRecord(d.step, d.w, out)
 	}
+	return nil
+}
+
+// writeDeferredEach performs the deferred writes one logged write at a time, as an end that
+// does not defer them would have.
+func (e *Env) writeDeferredEach() error {
+	for _, d := range e.deferred {
+		if _, err := e.logAndWrite(d.part, d.step, d.w); err != nil {
+			return err
+		}
+	}
+	e.deferred = nil
 	return nil
 }
 

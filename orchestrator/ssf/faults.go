@@ -128,6 +128,16 @@ func (f faultyDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) 
 	return
 }
 
+// UpdateBatchAtomic puts one pair of points around the batch (store.AtomicBatcher, which the
+// runtime asks for only where the store has it): a crash before it leaves nothing, after it all.
+func (f faultyDriver) UpdateBatchAtomic(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, applied bool, err error) {
+	err = f.around(ctx, "batch", ups[0].Key, func() (e error) {
+		rs, applied, e = f.Driver.(store.AtomicBatcher).UpdateBatchAtomic(ctx, ups)
+		return
+	})
+	return
+}
+
 // UpdateBatchFinal puts one pair of points around the batch, as UpdateBatch, when the store has
 // it (store.FinalBatcher): a crash after it may follow the transaction's commit.
 func (f faultyDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, committed bool, err error) {

@@ -168,6 +168,17 @@ func (f fencedDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpd
 	return fb.UpdateBatchFinal(ctx, ups)
 }
 
+// UpdateBatchAtomic is one request, checked, where the store has it (store.AtomicBatcher); the
+// runtime asks only then (Runtime.atomicBatches).
+func (f fencedDriver) UpdateBatchAtomic(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, applied bool, err error) {
+	if err = checkFence(ctx); err != nil {
+		return nil, false, err
+	}
+	ctx, end := storeSpan(ctx, "batch", ups[0].Key.Partition)
+	defer end(&err)
+	return f.Driver.(store.AtomicBatcher).UpdateBatchAtomic(ctx, ups)
+}
+
 // call sends req through the transport after checking the fence and the fault points.
 func (rt *Runtime) call(ctx context.Context, ssfName string, req Request, point string, key store.Key) (Result, error) {
 	if err := checkFence(ctx); err != nil {

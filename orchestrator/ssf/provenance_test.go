@@ -45,7 +45,7 @@ type provenanceWorld struct {
 }
 
 // newProvenanceWorld builds the world; faults, if not nil, crashes its executions.
-func newProvenanceWorld(t *testing.T, faults ssf.FaultInjector) *provenanceWorld {
+func newProvenanceWorld(t *testing.T, faults ssf.FaultInjector, tables func() *store.Table) *provenanceWorld {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "provenance.db")
 	sink, err := sqlitesink.Open(ctx, path, 0)
@@ -67,7 +67,7 @@ func newProvenanceWorld(t *testing.T, faults ssf.FaultInjector) *provenanceWorld
 		"reporter": {report, provenance.CaptureFull},
 		"quiet":    {func(env *ssf.Env, in json.RawMessage) (any, error) { return nil, env.Write("t", "k", in) }, provenance.CaptureOff},
 	} {
-		rt, err := w.host.Add(ssf.Config{Name: name, Store: newTable(), Handler: c.fn, RowCapacity: 2, RelaunchDelay: time.Nanosecond,
+		rt, err := w.host.Add(ssf.Config{Name: name, Store: tables(), Handler: c.fn, RowCapacity: 2, RelaunchDelay: time.Nanosecond,
 			Lifetime: lifetime, GCBound: bound, Clock: w.clock, Logger: quiet, Provenance: c.capture, ProvenanceSink: batches, Faults: faults})
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +115,7 @@ func (w *provenanceWorld) export(t *testing.T) *sql.DB {
 
 func TestProvenanceRecordsWhatEveryInstanceDid(t *testing.T) {
 	ctx := context.Background()
-	w := newProvenanceWorld(t, nil)
+	w := newProvenanceWorld(t, nil, newTable)
 	for _, a := range []string{"a", "b"} {
 		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 100})
 	}
@@ -285,7 +285,8 @@ func TestCommitRecordSurvivesACrashAfterTheWrite(t *testing.T) {
 	ctx := context.Background()
 	var armed atomic.Bool
 	crash := crashAtSecondWriter("d|bal|a", &armed)
-	w := newProvenanceWorld(t, crash)
+	// Step by step: with all-or-nothing batches the commit and its record are one request.
+	w := newProvenanceWorld(t, crash, func() *store.Table { return stepByStep(newTable()) })
 	for _, a := range []string{"a", "b"} {
 		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 100})
 	}
@@ -330,7 +331,7 @@ func TestCommitRecordSurvivesACrashAfterTheWrite(t *testing.T) {
 // in exactly one batch: what a sink that names objects after batches needs.
 func TestConcurrentCollectorsExportEachInstanceOnce(t *testing.T) {
 	ctx := context.Background()
-	w := newProvenanceWorld(t, nil)
+	w := newProvenanceWorld(t, nil, newTable)
 	for _, a := range []string{"a", "b"} {
 		w.invoke(t, "accounts", "open-"+a, map[string]any{"account": a, "set": 1000})
 	}

@@ -265,6 +265,13 @@ func (rt *Runtime) transactional() bool {
 	return ok
 }
 
+// atomicBatches reports whether the SSF's store applies a batch all or nothing
+// (store.AtomicBatcher).
+func (rt *Runtime) atomicBatches() bool {
+	_, ok := rt.cfg.Store.Driver().(store.AtomicBatcher)
+	return ok
+}
+
 // committing runs a store transaction, whose body calls beforeCommit last: the commit is a
 // request of its own, checked against the execution's fence, with its fault points at key
 // (before: a crash rolls everything back; after: it committed, the reply is lost). Where the
@@ -852,6 +859,14 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 	}
 	// On a store with transactions the pending-index entry goes in the same commit.
 	oneCommit := rt.transactional()
+	if len(env.deferred) > 0 && !oneCommit {
+		if final, ended, err := rt.endInOneBatch(env, in, res, done); err != nil || ended {
+			return final, err
+		}
+		if err := env.writeDeferredEach(); err != nil {
+			return Result{}, err
+		}
+	}
 	pendingInCommit := oneCommit && !in.heldIndex
 	// An intent not yet written (deferredIntent) is created done, straight into the finished
 	// index, in one commit where the store has transactions; elsewhere it is written first, so
@@ -956,6 +971,71 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 		return res, nil
 	}
 	return res, rt.removePending(env.ctx, in.id)
+}
+
+// endInOneBatch ends an instance whose writes were deferred (a transaction end) on a store
+// without transactions but with all-or-nothing batches (store.AtomicBatcher: SQLite, mem): its
+// done mark (its intent created done, if this execution has not written it), its finished-index
+// entry, its queued log entries and records, and each write as a swap on the row the runtime
+// remembers for its item, in one batch that applies all or nothing; then the removal of its
+// pending-index entry, if it had one. It reports false, having changed nothing, where a write
+// has no remembered row that rules its step out, or where the batch was refused (a row moved,
+// another execution created or finished the instance or logged an entry): the caller then
+// writes step by step, deciding each on the rows as they are.
+func (rt *Runtime) endInOneBatch(env *Env, in *intent, res Result, done store.Update) (Result, bool, error) {
+	if in.heldIndex {
+		return Result{}, false, nil
+	}
+	queued := len(env.unlogged)
+	taken := make([]chainRow, 0, len(env.deferred))
+	giveUp := func() (Result, bool, error) {
+		env.unlogged = env.unlogged[:queued]
+		return Result{}, false, nil
+	}
+	var swaps []store.BatchUpdate
+	for i := range env.deferred {
+		d := &env.deferred[i]
+		lk := logKey(env.id, env.incarnation, d.step)
+		c, ok := rt.tails.take(rt.st.Name(), d.part)
+		if !ok || !rt.writableAt(c, lk) {
+			for j, t := range taken { // unsent: the hints stay good for the step-by-step path
+				rt.tails.put(rt.st.Name(), env.deferred[j].part, t)
+			}
+			if ok {
+				rt.tails.put(rt.st.Name(), d.part, c)
+			}
+			return giveUp()
+		}
+		taken = append(taken, c)
+		out, guard, upd := rt.planCaseB(c.attrs, lk, d.w)
+		d.out = out
+		swaps = append(swaps, store.BatchUpdate{Key: store.Key{Partition: d.part, Sort: c.id}, Cond: guard, Update: upd})
+		env.queueRecord(d.step, d.w, out)
+	}
+	mark := store.BatchUpdate{Key: intentKey(in.id), Cond: store.Equal(store.Attr(attrDone), false), Update: done}
+	pending := env.unwritten == nil
+	if !pending {
+		mark = env.unwritten.intent
+		mark.Update = append(slices.Clip(mark.Update), done...)
+	}
+	batch := append([]store.BatchUpdate{mark, rt.finishedEntry(in)}, env.logEntries(env.unlogged)...)
+	first := len(batch)
+	rs, applied, err := rt.st.Driver().(store.AtomicBatcher).UpdateBatchAtomic(env.ctx, append(batch, swaps...))
+	if err != nil {
+		return Result{}, false, env.fail(err)
+	}
+	if !applied {
+		return giveUp()
+	}
+	for i := range env.deferred {
+		env.deferred[i].out.rowID, env.deferred[i].out.row = swaps[i].Key.Sort, rs[first+i].Attrs
+	}
+	env.unlogged, env.unwritten = env.unlogged[:0], nil
+	env.rememberTails()
+	if pending {
+		return res, true, rt.removePending(env.ctx, in.id)
+	}
+	return res, true, nil
 }
 
 // finishedEntry puts an instance in the finished index, which the GC scans.

@@ -21,6 +21,12 @@ func newTable() *store.Table {
 	return store.NewTable(memstore.New(memstore.DefaultMaxRowBytes), "mem://test")
 }
 
+// stepByStep hides tbl's all-or-nothing batches (store.AtomicBatcher) from the runtime, so that
+// a transaction end writes each commit in a request of its own, as on the emulators.
+func stepByStep(tbl *store.Table) *store.Table {
+	return store.NewTable(struct{ store.Driver }{tbl.Driver()}, tbl.Name())
+}
+
 func add(t *testing.T, h *local.Host, name string, n int, fn ssf.Handler) *ssf.Runtime {
 	t.Helper()
 	return addConfig(t, h, ssf.Config{Name: name, Store: newTable(), Handler: fn, RowCapacity: n, RelaunchDelay: time.Nanosecond})

@@ -82,6 +82,14 @@ func (c *tailCache) put(table, part string, r chainRow) {
 	c.rows[k] = r
 }
 
+// writableAt reports whether step lk may be written as case B at remembered row c: the row, as
+// remembered, is a tail with room without the step, and it is the head or its summary rules
+// the step out of every row before it.
+func (rt *Runtime) writableAt(c chainRow, lk string) bool {
+	prior, _ := c.attrs[attrPriorWrites].([]byte)
+	return rt.caseB(c.attrs, lk) && (c.id == headRowID || !priorMayHold(prior, lk))
+}
+
 // writeCached tries write w as case B on row c, the tail this runtime's last write of the item
 // left, and reports whether it applied there. It tries only where c, as remembered, is in case B
 // and rules the step out of every row before it (the head, or its PriorWrites summary); the
@@ -89,8 +97,7 @@ func (c *tailCache) put(table, part string, r chainRow) {
 // or version the write pinned, gained a successor, filled up, logged the step or is gone, the
 // write does not apply, and the caller reads the item as it would have without the cache.
 func (rt *Runtime) writeCached(ctx context.Context, st *store.Table, part string, c chainRow, lk string, w daalWrite) (daalOutcome, bool, error) {
-	prior, _ := c.attrs[attrPriorWrites].([]byte)
-	if !rt.caseB(c.attrs, lk) || (c.id != headRowID && priorMayHold(prior, lk)) {
+	if !rt.writableAt(c, lk) {
 		return daalOutcome{}, false, nil
 	}
 	key := store.Key{Partition: part, Sort: c.id}

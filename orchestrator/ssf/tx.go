@@ -586,9 +586,9 @@ func (rt *Runtime) endTxHandler(e *Env, raw json.RawMessage) (any, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("%w: transaction end input %s: %v", ErrCorrupt, raw, err)
 	}
-	// On a store with transactions the commits go in the done mark's (markDone): the end is
-	// one commit, which also creates its intent when nothing was flushed before it.
-	e.deferring = e.rt.transactional()
+	// The commits go with the done mark (markDone) where the store can take them together: in
+	// its store transaction, or in one all-or-nothing batch that also creates the intent.
+	e.deferring = e.rt.transactional() || e.rt.atomicBatches()
 	touched := in.Touched
 	if !in.Listed {
 		var err error

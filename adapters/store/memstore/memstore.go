@@ -93,6 +93,39 @@ func (m *Driver) Update(_ context.Context, key store.Key, cond store.Cond, upd s
 	return store.UpdateResult{Applied: true, Attrs: next.Clone()}, nil
 }
 
+// UpdateBatchAtomic implements store.AtomicBatcher: under the lock, every update is evaluated
+// on the rows as the ones before it left them, and the rows are stored only if all applied.
+func (m *Driver) UpdateBatchAtomic(_ context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, bool, error) {
+	m.d.mu.Lock()
+	defer m.d.mu.Unlock()
+	next := map[store.Key]store.Attrs{}
+	rs := make([]store.UpdateResult, len(ups))
+	for i, u := range ups {
+		cur, exists := next[u.Key]
+		if !exists {
+			cur, exists = m.d.partitions[u.Key.Partition][u.Key.Sort]
+		}
+		res, _, err := u.Evaluate(cur, exists, m.limits.MaxRowBytes)
+		if err != nil {
+			return nil, false, err
+		}
+		if !res.Applied {
+			return nil, false, nil
+		}
+		next[u.Key] = res.Attrs
+		rs[i] = store.UpdateResult{Applied: true, Attrs: res.Attrs.Clone()}
+	}
+	for k, a := range next {
+		p := m.d.partitions[k.Partition]
+		if p == nil {
+			p = map[string]store.Attrs{}
+			m.d.partitions[k.Partition] = p
+		}
+		p[k.Sort] = a
+	}
+	return rs, true, nil
+}
+
 // Scan implements store.Driver.
 func (m *Driver) Scan(_ context.Context, partition string, opts store.ScanOptions) ([]store.Row, error) {
 	m.d.mu.Lock()

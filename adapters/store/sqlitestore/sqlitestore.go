@@ -352,6 +352,37 @@ func (d *Driver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) ([]st
 	return rs, d.wrap(ctx, err)
 }
 
+// UpdateBatchAtomic implements store.AtomicBatcher: the batch's transaction commits only if
+// every update applied, and rolls back otherwise.
+func (d *Driver) UpdateBatchAtomic(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, bool, error) {
+	if d.closed.Load() {
+		return nil, false, store.ErrClosed
+	}
+	for _, u := range ups {
+		if err := u.Update.Validate(); err != nil {
+			return nil, false, err
+		}
+	}
+	tx, err := d.conn.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE, via _txlock
+	if err != nil {
+		return nil, false, d.wrap(ctx, err)
+	}
+	defer tx.Rollback()
+	rs, err := d.applyAll(ctx, tx, ups)
+	if err != nil {
+		return nil, false, d.wrap(ctx, err)
+	}
+	for _, r := range rs {
+		if !r.Applied {
+			return nil, false, nil // rolled back
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, d.wrap(ctx, err)
+	}
+	return rs, true, nil
+}
+
 // inTx applies each conditional update in turn within one BEGIN IMMEDIATE transaction, which
 // holds the write lock from the first read, so no other writer interleaves.
 func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.UpdateResult, error) {

@@ -69,16 +69,20 @@ func Suite(t suite.T, newHarness func(t suite.T) store.Driver) {
 		{"GetProjected", testGetProjected},
 	}
 	// Optional interfaces get their own tests when the driver has them.
-	var transactor, sqlTransactor bool
+	var transactor, sqlTransactor, atomicBatcher bool
 	suite.Run(t, "Capabilities", func(t suite.T) {
 		d := newHarness(t)
 		defer d.Close()
 		_, batcher := d.(store.Batcher)
 		_, transactor = d.(store.Transactor)
 		_, sqlTransactor = d.(store.SQLTransactor)
+		_, atomicBatcher = d.(store.AtomicBatcher)
 		_, dropper := d.(store.Dropper)
-		t.Logf("Batcher %v, Transactor %v, SQLTransactor %v, Dropper %v; MaxRowBytes %d", batcher, transactor, sqlTransactor, dropper, d.Limits().MaxRowBytes)
+		t.Logf("Batcher %v, AtomicBatcher %v, Transactor %v, SQLTransactor %v, Dropper %v; MaxRowBytes %d", batcher, atomicBatcher, transactor, sqlTransactor, dropper, d.Limits().MaxRowBytes)
 	})
+	if atomicBatcher {
+		tests = append(tests, test{"AtomicBatchAllOrNothing", testAtomicBatch})
+	}
 	if transactor {
 		tests = append(tests,
 			test{"TransactCommits", testTransactCommits},
@@ -1252,4 +1256,38 @@ func RunBenchmarks(b *testing.B, newDriver func(b *testing.B) store.Driver) {
 		}
 		return err
 	})
+}
+
+// testAtomicBatch checks store.AtomicBatcher: a batch whose conditions all hold applies in order
+// (a row named twice sees the earlier update); one whose last condition fails changes nothing,
+// not even the rows its earlier updates would have created or changed.
+func testAtomicBatch(t suite.T, d store.Driver) {
+	ctx := context.Background()
+	ab := d.(store.AtomicBatcher)
+	n := func(v int64) store.Update { return store.Update{store.SetAttr(store.Path{"n"}, v)} }
+	a, b, c := store.Key{Partition: "p", Sort: "a"}, store.Key{Partition: "p", Sort: "b"}, store.Key{Partition: "p", Sort: "c"}
+	rs, applied, err := ab.UpdateBatchAtomic(ctx, []store.BatchUpdate{
+		{Key: a, Cond: store.RowAbsent(), Update: n(1)},
+		{Key: b, Cond: store.Always(), Update: n(2)},
+		{Key: a, Cond: store.Equal(store.Path{"n"}, int64(1)), Update: n(3)},
+	})
+	if err != nil || !applied || len(rs) != 3 || !rs[2].Applied || rs[2].Attrs["n"] != int64(3) {
+		t.Fatalf("a batch whose conditions hold: %+v applied %v, %v; want every update applied, a at 3", rs, applied, err)
+	}
+	rs, applied, err = ab.UpdateBatchAtomic(ctx, []store.BatchUpdate{
+		{Key: a, Cond: store.Equal(store.Path{"n"}, int64(3)), Update: n(4)},
+		{Key: c, Cond: store.RowAbsent(), Update: n(5)},
+		{Key: b, Cond: store.Equal(store.Path{"n"}, int64(7)), Update: n(6)}, // b holds 2
+	})
+	if err != nil || applied || rs != nil {
+		t.Fatalf("a batch with a failing condition: %+v applied %v, %v; want nothing applied", rs, applied, err)
+	}
+	for k, want := range map[store.Key]any{a: int64(3), b: int64(2)} {
+		if got, _, err := d.Get(ctx, k); err != nil || got["n"] != want {
+			t.Fatalf("%v after the refused batch: %v %v, want n %v", k, got, err, want)
+		}
+	}
+	if _, found, err := d.Get(ctx, c); err != nil || found {
+		t.Fatalf("the refused batch created %v: found %v, %v", c, found, err)
+	}
 }
