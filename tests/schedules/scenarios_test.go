@@ -527,16 +527,16 @@ func reusedIDAfterCollection(t *testing.T, tables func(string) *store.Table) {
 	}
 }
 
-// A transaction's owner, duplicated, with a participant: it reads and rewrites k under the
-// lock, calls a callee that counts in the transaction, and ends the transaction in its own
-// instance (its last steps: the commit of k, then the end of the callee's part). Whatever the
-// interleaving, crash and pause: the commit happens once, all or nothing across both SSFs, and
-// no lock stays held.
 // incrementC is a transaction's participant: it adds one to t/c.
 func incrementC(env *ssf.Env, _ json.RawMessage) (any, error) { return increment(env, "t", "c") }
 
-func TestScheduleTxOwnerEndsInline(t *testing.T) {
-	sc := Scenario{Name: "tx-owner-ends-inline", Setup: setup(map[string]any{"t/k": 1}),
+// txOwnerEndsInline is a transaction's owner, duplicated, with a participant: it reads and
+// rewrites k under the lock, calls a callee that counts in the transaction, and ends the
+// transaction in its own instance (its last steps: the commit of k, then the end of the callee's
+// part). Whatever the interleaving, crash and pause: the commit happens once, all or nothing
+// across both SSFs, and no lock stays held. rowCapacity sizes the DAAL rows.
+func txOwnerEndsInline(name string, rowCapacity int) Scenario {
+	return Scenario{Name: name, Setup: setup(map[string]any{"t/k": 1}), RowCapacity: rowCapacity,
 		SSFs: map[string]ssf.Handler{
 			App: func(env *ssf.Env, _ json.RawMessage) (any, error) {
 				if err := env.BeginTx(); err != nil {
@@ -573,7 +573,19 @@ func TestScheduleTxOwnerEndsInline(t *testing.T) {
 			}
 			return nil
 		}}
-	explore(t, sc)
+}
+
+// With rows of two entries the callee's lock step and write fill its row, so its end commits
+// step by step (a successor row first).
+func TestScheduleTxOwnerEndsInline(t *testing.T) {
+	explore(t, txOwnerEndsInline("tx-owner-ends-inline", 0))
+}
+
+// With room in the row, the callee's end is one all-or-nothing batch on mem:// (its intent
+// created done, its commit as a swap on the row its write left): the batch against every other
+// step, duplicate, crash and pause.
+func TestScheduleTxEndInOneBatch(t *testing.T) {
+	explore(t, txOwnerEndsInline("tx-end-in-one-batch", 8))
 }
 
 // A transaction whose owner is itself called (its intent created by its first flush, marked as
