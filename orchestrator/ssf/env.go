@@ -870,7 +870,14 @@ func (e *Env) logEntry(r unloggedEntry) store.BatchUpdate {
 	return store.BatchUpdate{Key: key, Cond: store.RowAbsent(), Update: upd}
 }
 
-// deferredWrite is a logged write held back to the done mark's store transaction.
+// numbered is w numbering the item's version, as a write with a provenance record does (not a
+// transaction's shadow, whose numbers the commit's write gives).
+func (w daalWrite) numbered() daalWrite {
+	w.versioned = w.record != nil && !w.record.shadow
+	return w
+}
+
+// deferredWrite is a logged write held back to the done mark (Env.deferring).
 type deferredWrite struct {
 	part string
 	step int
@@ -928,7 +935,7 @@ func (e *Env) rememberTails() {
 // whose numbers the commit's write gives) and queues the record, which is written with the next
 // batch of log entries: at the latest with the done mark, so a finished instance has them all.
 func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, err error) {
-	w.versioned = w.record != nil && !w.record.shadow
+	w = w.numbered()
 	var kept []unloggedEntry
 	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) (err error) {
 		if !e.rt.transactional() {

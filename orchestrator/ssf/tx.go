@@ -638,8 +638,8 @@ func (e *Env) readTxRecord(txID string) ([]string, error) {
 // the uncommitted values. Each step applies only while the transaction holds the lock, so ending
 // a transaction twice (two ends, or an end replayed after a crash) changes nothing the second
 // time. The commits write through flushes, which carry a called end's intent creation
-// (deferredIntent) with the first, or, in an end deferring them (Env.deferring), in the done
-// mark's store transaction.
+// (deferredIntent) with the first, or, in an end deferring them (Env.deferring), with the done
+// mark: in its store transaction, or in one all-or-nothing batch (Runtime.endInOneBatch).
 func (e *Env) endTxHere(tx TxContext, visited, touched []string, calls *txState) error {
 	var callees []string
 	for _, t := range touched {
@@ -658,8 +658,7 @@ func (e *Env) endTxHere(tx TxContext, visited, touched []string, calls *txState)
 			return err
 		}
 		if e.deferring {
-			w.versioned = w.record != nil
-			e.deferred = append(e.deferred, deferredWrite{part: dataPartition(table, key), step: step, w: w})
+			e.deferred = append(e.deferred, deferredWrite{part: dataPartition(table, key), step: step, w: w.numbered()})
 			continue
 		}
 		if _, err := e.logAndWrite(dataPartition(table, key), step, w); err != nil {
