@@ -46,9 +46,11 @@ var Backends = []Backend{
 		Name: "dynamodb", Scheme: "dynamodb", Server: testservers.Moto.Name,
 		Tables: func(suite.T) Factory { return Dynamo },
 		// Moto takes milliseconds per request, one request at a time, and the crash suite's
-		// concurrent part alone makes thousands: every 240th point (one of them followed by
-		// garbage collection) and one random schedule keep the whole to about two minutes.
-		Crash: CrashOptions{Stride: 240, Schedules: 1},
+		// concurrent part makes thousands: its 24 transfers, each relaunched at every collector
+		// pass while it runs, took four minutes of a full `make test` (twice the systematic and
+		// random parts together). Every 240th point (one of them followed by garbage
+		// collection), one random schedule and 10 concurrent transfers.
+		Crash: CrashOptions{Stride: 240, Schedules: 1, Transfers: 10},
 		// With the default 5 ms relaunch delay, every execution that waits its turn grows
 		// duplicates that lengthen everyone's wait (a loaded machine made a 6 s run take six
 		// minutes): three clients instead of six, relaunches after 100 ms (still well inside an
@@ -145,6 +147,8 @@ type CrashOptions struct {
 	Stride int
 	// Schedules is the number of randomised multi-crash schedules.
 	Schedules int
+	// Transfers is the number of transfers the concurrent run submits at once (default 24).
+	Transfers int
 	// ConcurrentProvenance captures provenance in the concurrent run too and checks it (every
 	// version made once, every version read made): affordable where the store is fast.
 	ConcurrentProvenance bool

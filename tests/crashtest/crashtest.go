@@ -44,8 +44,8 @@ import (
 	"github.com/ssfkit/ssfkit/orchestrator/ssf"
 )
 
-// Options tune the suite's cost for slower backends: Stride and Schedules. The store matrix's
-// rows carry them (testtables.Backends).
+// Options tune the suite's cost for slower backends: Stride, Schedules and Transfers. The store
+// matrix's rows carry them (testtables.Backends).
 type Options = testtables.CrashOptions
 
 // Run runs the whole suite against tables from newStore.
@@ -53,9 +53,12 @@ func Run(t suite.T, newStore testtables.Factory, opts Options) {
 	if opts.Stride < 1 {
 		opts.Stride = 1
 	}
+	if opts.Transfers < 1 {
+		opts.Transfers = 24
+	}
 	suite.Run(t, "EveryPoint", func(t suite.T) { everyPoint(t, newStore, opts.Stride) })
 	suite.Run(t, "RandomSchedules", func(t suite.T) { randomSchedules(t, newStore, opts.Schedules) })
-	suite.Run(t, "ConcurrentInvariants", func(t suite.T) { concurrentInvariants(t, newStore, opts.ConcurrentProvenance) })
+	suite.Run(t, "ConcurrentInvariants", func(t suite.T) { concurrentInvariants(t, newStore, opts.Transfers, opts.ConcurrentProvenance) })
 }
 
 const (
@@ -422,11 +425,11 @@ func randomSchedules(t suite.T, newStore testtables.Factory, schedules int) {
 
 // concurrentInvariants submits transfers concurrently with random crashes; the order, and so
 // the outcome, varies, but the invariants must hold.
-func concurrentInvariants(t suite.T, newStore testtables.Factory, capture bool) {
+func concurrentInvariants(t suite.T, newStore testtables.Factory, n int, capture bool) {
 	seed := crashkit.Seed(t)
 	rng := rand.New(rand.NewSource(seed))
 	names := []string{"alice", "bob", "carol"}
-	transfers := make([]bank.Transfer, 24)
+	transfers := make([]bank.Transfer, n)
 	for i := range transfers {
 		from := rng.Intn(3)
 		transfers[i] = bank.Transfer{From: names[from], To: names[(from+1+rng.Intn(2))%3], Amount: 1 + rng.Int63n(60)}

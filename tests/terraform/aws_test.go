@@ -38,7 +38,18 @@ import (
 	"github.com/ssfkit/ssfkit/policies"
 )
 
-func TestMain(m *testing.M) { testtables.Main(m) }
+// TestMain gives the process moto's credentials and region, which the runtime's AWS clients in
+// the tests read from the environment: once, here, because t.Setenv cannot be used by the
+// parallel tests (the package's tests run side by side: TestAWS mostly waits on the AWS
+// provider's polling while the mocked clouds' tests use the CPU).
+func TestMain(m *testing.M) {
+	for k, v := range testservers.MotoEnv {
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
+	}
+	testtables.Main(m)
+}
 
 // awsSetup starts moto (Lambda functions stored rather than run), builds the bank example's
 // artifact, and returns Terraform pointed at moto with a copy of the modules.
@@ -55,7 +66,6 @@ func awsSetup(t *testing.T) (tf *tftest.Terraform, modules, moto, artifact strin
 	env := []string{"AWS_ENDPOINT_URL=" + moto, "TF_VAR_artifact=" + artifact}
 	for k, v := range testservers.MotoEnv {
 		env = append(env, k+"="+v)
-		t.Setenv(k, v) // for the runtime's SQS clients below
 	}
 	return tftest.New(t, env...), tftest.CopyModules(t), moto, artifact
 }
@@ -68,6 +78,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func TestAWS(t *testing.T) {
+	t.Parallel() // its own copy of the modules, its own names in moto
 	tf, modules, moto, artifact := awsSetup(t)
 	ctx := context.Background()
 

@@ -27,6 +27,7 @@ var (
 // what they say of the recorded one, which policies.TestCorpus checks in detail. With
 // -corpus.write it records the plans.
 func TestPolicyCorpus(t *testing.T) {
+	t.Parallel() // its own copy of the modules; plans only
 	root, err := testservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
