@@ -222,7 +222,7 @@ func TestTransactionModeNeedsTransaction(t *testing.T) {
 // that exposes a read-check-write without a transaction.
 func lastRoomBarrier() *faults.Barrier {
 	return faults.NewBarrier(2, 5*time.Second, func(p ssf.FaultPoint) bool {
-		return p.SSF == Hotel && p.Op == "update" && !p.After && p.Key.Partition == "d|"+roomsTable+"|h00" && !strings.HasPrefix(p.Instance, "seed-")
+		return p.SSF == Hotel && !p.After && p.Writes("d|"+roomsTable+"|h00") && !strings.HasPrefix(p.Instance, "seed-")
 	})
 }
 

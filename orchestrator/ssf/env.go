@@ -775,6 +775,40 @@ func (e *Env) carryingFlush(st *store.Table, all, last bool) (carrying *store.Ta
 	}
 }
 
+// atomicCarryingFlush is carryingFlush on a store whose batches apply all or nothing
+// (store.AtomicBatcher), outside any store transaction: the entries a flush writes must be
+// stored before the effect they precede, or with it. The first update through the returned
+// table (the write's case-B attempt; a head's or successor's creation goes uncarried) is sent in
+// one atomic batch after them, so the effect and the entries apply together or not at all. If
+// the batch is refused (the attempt's condition, or an entry's: another execution created the
+// intent or logged the step), nothing changed, and the entries are written alone and checked
+// before the attempt goes alone, exactly as a flush followed by the write: a check that fails
+// (the intent created elsewhere, a diverged step) stops the write. finish writes the entries
+// if no update carried them (the write was found logged), checks them and returns what stays
+// queued.
+func (e *Env) atomicCarryingFlush(st *store.Table) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
+	write, kept := e.toFlush(false)
+	if len(write) == 0 && e.unwritten == nil {
+		return st, func() ([]unloggedEntry, error) { return kept, nil }
+	}
+	check := func(rs []store.UpdateResult) error {
+		rs, err := e.checkCreated(rs)
+		if err != nil {
+			return err
+		}
+		return e.checkFlushed(write, rs)
+	}
+	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), checkAlone: check}
+	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
+		if !c.carried {
+			if _, err := c.carry(e.ctx, nil, false); err != nil {
+				return nil, err
+			}
+		}
+		return kept, check(c.results)
+	}
+}
+
 // flushCarrier is a driver whose first update (or batch) goes in one batch with entries.
 type flushCarrier struct {
 	store.Driver
@@ -782,6 +816,10 @@ type flushCarrier struct {
 	last    bool                 // the carrying update, if it applies, is the transaction's last
 	results []store.UpdateResult // the entries', once carried
 	carried bool
+	// checkAlone, if set, makes the carrying batch all or nothing (store.AtomicBatcher, outside
+	// a store transaction): refused, the entries go alone and must pass checkAlone before the
+	// update goes (atomicCarryingFlush).
+	checkAlone func([]store.UpdateResult) error
 }
 
 // uncarried is st without a flushCarrier: an update through it does not carry the entries (the
@@ -817,6 +855,24 @@ func (c *flushCarrier) UpdateBatch(ctx context.Context, ups []store.BatchUpdate)
 // and the store can.
 func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last bool) (rs []store.UpdateResult, err error) {
 	batch := append(slices.Clip(c.entries), ups...)
+	if c.checkAlone != nil && len(ups) > 0 {
+		rs, applied, err := c.Driver.(store.AtomicBatcher).UpdateBatchAtomic(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		if applied {
+			c.carried, c.results = true, rs[:len(c.entries)]
+			return rs[len(c.entries):], nil
+		}
+		if c.results, err = store.UpdateBatch(ctx, c.Driver, c.entries); err != nil {
+			return nil, err
+		}
+		c.carried = true
+		if err := c.checkAlone(c.results); err != nil {
+			return nil, err
+		}
+		return store.UpdateBatch(ctx, c.Driver, ups)
+	}
 	if fb, ok := c.Driver.(store.FinalBatcher); ok && last {
 		rs, _, err = fb.UpdateBatchFinal(ctx, batch)
 	} else {
@@ -939,6 +995,16 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 	var kept []unloggedEntry
 	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) (err error) {
 		if !e.rt.transactional() {
+			if e.rt.atomicBatches() {
+				// The entries ride with the write's case-B attempt in one all-or-nothing batch:
+				// written with the effect, never after it (atomicCarryingFlush).
+				carrying, finish := e.atomicCarryingFlush(st)
+				if out, err = e.rt.writeDAAL(e.ctx, carrying, part, logKey(e.id, e.incarnation, step), w); err != nil {
+					return err
+				}
+				kept, err = finish()
+				return err
+			}
 			if kept, err = e.flushTo(st, false); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package ssf
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ssfkit/ssfkit/adapters/store"
 )
@@ -24,7 +25,22 @@ type FaultPoint struct {
 	Instance string
 	Op       string // get, update, scan, delete, batch, commit (a store transaction), call, callback
 	Key      store.Key
-	After    bool
+	// Batch is a batch's keys, in order (Key is the first): a write that rides in one batch
+	// with log entries (on a store whose batches apply all or nothing) is found by its key here.
+	Batch []store.Key
+	After bool
+}
+
+// Writes reports whether the point is at a write request (an update or a batch) that names a
+// row of partition: its key, or any of a batch's.
+func (p FaultPoint) Writes(partition string) bool {
+	switch p.Op {
+	case "update":
+		return p.Key.Partition == partition
+	case "batch":
+		return slices.ContainsFunc(p.Batch, func(k store.Key) bool { return k.Partition == partition })
+	}
+	return false
 }
 
 // Instance names of collector passes in FaultPoints.
@@ -57,6 +73,11 @@ func withExec(ctx context.Context, ssf, instance string) context.Context {
 }
 
 func (rt *Runtime) inject(ctx context.Context, op string, key store.Key, after bool) error {
+	return rt.injectAt(ctx, FaultPoint{Op: op, Key: key, After: after})
+}
+
+// injectAt is inject of point p, which names the operation, its key(s) and the side.
+func (rt *Runtime) injectAt(ctx context.Context, p FaultPoint) error {
 	if rt.cfg.Faults == nil {
 		return nil
 	}
@@ -64,13 +85,31 @@ func (rt *Runtime) inject(ctx context.Context, op string, key store.Key, after b
 	if !ok {
 		return nil // not on behalf of an execution or a collector pass (an inspection)
 	}
-	return rt.cfg.Faults.Inject(ctx, FaultPoint{SSF: rt.cfg.Name, Instance: info.instance, Op: op, Key: key, After: after})
+	p.SSF, p.Instance = rt.cfg.Name, info.instance
+	return rt.cfg.Faults.Inject(ctx, p)
 }
 
 // faultyDriver puts injection points around every store operation.
 type faultyDriver struct {
 	store.Driver
 	rt *Runtime
+}
+
+// aroundBatch puts one pair of points, naming every key of ups, around a batch.
+func (f faultyDriver) aroundBatch(ctx context.Context, ups []store.BatchUpdate, do func() error) error {
+	keys := make([]store.Key, len(ups))
+	for i, u := range ups {
+		keys[i] = u.Key
+	}
+	p := FaultPoint{Op: "batch", Key: ups[0].Key, Batch: keys}
+	if err := f.rt.injectAt(ctx, p); err != nil {
+		return err
+	}
+	if err := do(); err != nil {
+		return err
+	}
+	p.After = true
+	return f.rt.injectAt(ctx, p)
 }
 
 func (f faultyDriver) around(ctx context.Context, op string, key store.Key, do func() error) error {
@@ -124,14 +163,14 @@ func (f faultyDriver) UpdateBatch(ctx context.Context, ups []store.BatchUpdate) 
 	if _, ok := f.Driver.(store.Batcher); !ok {
 		return store.UpdateEach(ctx, f, ups)
 	}
-	err = f.around(ctx, "batch", ups[0].Key, func() (e error) { rs, e = store.UpdateBatch(ctx, f.Driver, ups); return })
+	err = f.aroundBatch(ctx, ups, func() (e error) { rs, e = store.UpdateBatch(ctx, f.Driver, ups); return })
 	return
 }
 
 // UpdateBatchAtomic puts one pair of points around the batch (store.AtomicBatcher, which the
 // runtime asks for only where the store has it): a crash before it leaves nothing, after it all.
 func (f faultyDriver) UpdateBatchAtomic(ctx context.Context, ups []store.BatchUpdate) (rs []store.UpdateResult, applied bool, err error) {
-	err = f.around(ctx, "batch", ups[0].Key, func() (e error) {
+	err = f.aroundBatch(ctx, ups, func() (e error) {
 		rs, applied, e = f.Driver.(store.AtomicBatcher).UpdateBatchAtomic(ctx, ups)
 		return
 	})
@@ -146,6 +185,6 @@ func (f faultyDriver) UpdateBatchFinal(ctx context.Context, ups []store.BatchUpd
 		rs, err = f.UpdateBatch(ctx, ups)
 		return rs, false, err
 	}
-	err = f.around(ctx, "batch", ups[0].Key, func() (e error) { rs, committed, e = fb.UpdateBatchFinal(ctx, ups); return })
+	err = f.aroundBatch(ctx, ups, func() (e error) { rs, committed, e = fb.UpdateBatchFinal(ctx, ups); return })
 	return
 }

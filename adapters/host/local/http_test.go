@@ -192,7 +192,7 @@ func TestHTTPAbandonedExecution(t *testing.T) {
 
 	// A crash after the write took effect: accepted, and left to the intent collector.
 	faults.arm(func(p ssf.FaultPoint) bool {
-		return p.Op == "update" && p.After && strings.HasPrefix(p.Key.Partition, "d|")
+		return p.After && p.Writes("d|c|n")
 	})
 	r = do(t, "POST", u, "k2", `{"by": 3}`)
 	expect(t, "crash after the write", r, 202, map[string]any{"instance_id": "k2", "status": "pending"})
