@@ -286,7 +286,7 @@ func (d *Driver) Update(ctx context.Context, key store.Key, cond store.Cond, upd
 func (d *Driver) update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
 	u := store.BatchUpdate{Key: key, Cond: cond, Update: upd}
 	if p, ok := d.takePresumed(key); ok {
-		if r, swapped, err := d.swapPresumed(ctx, u, p); err != nil || swapped {
+		if r, swapped, err := d.swapPresumed(ctx, d.swap, u, p); err != nil || swapped {
 			return r, err
 		}
 	}
@@ -323,14 +323,15 @@ func (d *Driver) takePresumed(key store.Key) (presumedRow, bool) {
 	return p, ok
 }
 
-// swapPresumed applies u as a compare-and-swap of the presumed row p, and reports whether it
-// did; false (with no error) when u does not apply on p or the row is no longer p.
-func (d *Driver) swapPresumed(ctx context.Context, u store.BatchUpdate, p presumedRow) (store.UpdateResult, bool, error) {
+// swapPresumed applies u as a compare-and-swap (the statement swap, on its own or in a
+// transaction) of the presumed row p, and reports whether it did; false (with no error) when u
+// does not apply on p or the row is no longer p.
+func (d *Driver) swapPresumed(ctx context.Context, swap *sql.Stmt, u store.BatchUpdate, p presumedRow) (store.UpdateResult, bool, error) {
 	res, blob, err := u.Evaluate(p.attrs, true, d.limits.MaxRowBytes)
 	if err != nil || !res.Applied {
 		return store.UpdateResult{}, false, nil // decided on the row as it is instead
 	}
-	r, err := d.swap.ExecContext(ctx, blob, u.Key.Partition, u.Key.Sort, p.blob)
+	r, err := swap.ExecContext(ctx, blob, u.Key.Partition, u.Key.Sort, p.blob)
 	if err != nil {
 		return store.UpdateResult{}, false, err
 	}
@@ -401,11 +402,27 @@ func (d *Driver) inTx(ctx context.Context, ups []store.BatchUpdate) ([]store.Upd
 	return out, nil
 }
 
-// applyAll evaluates and applies each conditional update in turn inside tx.
+// applyAll evaluates and applies each conditional update in turn inside tx. An update of a
+// presumed row (Presume) is first tried as one compare-and-swap statement, as on its own: the
+// transaction holds the write lock, so the row it swaps is the row the update was decided on.
 func (d *Driver) applyAll(ctx context.Context, tx *sql.Tx, ups []store.BatchUpdate) ([]store.UpdateResult, error) {
 	get, put := tx.StmtContext(ctx, d.get), tx.StmtContext(ctx, d.put)
+	var swap *sql.Stmt
 	out := make([]store.UpdateResult, len(ups))
 	for i, u := range ups {
+		if p, ok := d.takePresumed(u.Key); ok {
+			if swap == nil {
+				swap = tx.StmtContext(ctx, d.swap)
+			}
+			r, swapped, err := d.swapPresumed(ctx, swap, u, p)
+			if err != nil {
+				return nil, err
+			}
+			if swapped {
+				out[i] = r
+				continue
+			}
+		}
 		cur, exists, err := d.read(ctx, get, u.Key)
 		if err != nil {
 			return nil, err

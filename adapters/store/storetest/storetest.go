@@ -671,6 +671,14 @@ func testPresumptions(t suite.T, d store.Driver) {
 	if tr, ok := d.(store.Transactor); ok {
 		ways["transaction"] = func(fn func(store.Driver) error) error { return tr.Transact(t.Context(), fn) }
 	}
+	if _, ok := d.(store.Presumer); ok {
+		if _, ok := d.(store.Batcher); ok {
+			ways["batch"] = func(fn func(store.Driver) error) error { return fn(batchOfOne{d}) }
+		}
+		if _, ok := d.(store.AtomicBatcher); ok {
+			ways["atomic batch"] = func(fn func(store.Driver) error) error { return fn(atomicBatchOfOne{d}) }
+		}
+	}
 	n := store.Attr("n")
 	for way, via := range ways {
 		k := key("presumed-" + way)
@@ -709,6 +717,42 @@ func testPresumptions(t suite.T, d store.Driver) {
 		})
 		h.expectRow(k, nil)
 	}
+}
+
+// batchOfOne sends each update as a batch of one (store.Batcher), keeping the driver's
+// presumptions: a batch must take them as an update does.
+type batchOfOne struct{ store.Driver }
+
+func (b batchOfOne) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	rs, err := b.Driver.(store.Batcher).UpdateBatch(ctx, []store.BatchUpdate{{Key: key, Cond: cond, Update: upd}})
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	return rs[0], nil
+}
+
+func (b batchOfOne) Presume(key store.Key, attrs store.Attrs) bool {
+	return store.Presume(b.Driver, key, attrs)
+}
+
+// atomicBatchOfOne sends each update as an all-or-nothing batch of one (store.AtomicBatcher); a
+// refused batch answers as a refused update, with the row as it is.
+type atomicBatchOfOne struct{ store.Driver }
+
+func (b atomicBatchOfOne) Update(ctx context.Context, key store.Key, cond store.Cond, upd store.Update) (store.UpdateResult, error) {
+	rs, applied, err := b.Driver.(store.AtomicBatcher).UpdateBatchAtomic(ctx, []store.BatchUpdate{{Key: key, Cond: cond, Update: upd}})
+	if err != nil || applied {
+		if err != nil {
+			return store.UpdateResult{}, err
+		}
+		return rs[0], nil
+	}
+	a, _, err := b.Driver.Get(ctx, key)
+	return store.UpdateResult{Attrs: a}, err
+}
+
+func (b atomicBatchOfOne) Presume(key store.Key, attrs store.Attrs) bool {
+	return store.Presume(b.Driver, key, attrs)
 }
 
 func testTransactCommits(t suite.T, d store.Driver) {
