@@ -755,18 +755,22 @@ func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error
 // commits together there, so the entries need not be written before the write they precede.
 // With last, the caller makes no other store operation in the transaction once the carrying
 // update applies, so the store may commit with it (store.FinalBatcher), entries or none.
-func (e *Env) carryingFlush(st *store.Table, all, last bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
+func (e *Env) carryingFlush(st *store.Table, all, last, guarded bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
 	write, kept := e.toFlush(all)
 	if len(write) == 0 && !last && e.unwritten == nil {
 		return st, func() ([]unloggedEntry, error) { return kept, nil }
 	}
 	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), last: last}
+	if guarded {
+		c.guard, c.guardRow = e.unfinishedGuard(), e.intentRow
+	}
 	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
 		if !c.carried && len(c.entries) > 0 {
 			if _, err := c.carry(e.ctx, nil, false); err != nil {
 				return nil, err
 			}
 		}
+		e.guardApplied(c)
 		rs, err := e.checkCreated(c.results)
 		if err != nil {
 			return nil, err
@@ -798,16 +802,46 @@ func (e *Env) atomicCarryingFlush(st *store.Table) (carrying *store.Table, finis
 		}
 		return e.checkFlushed(write, rs)
 	}
-	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), checkAlone: check}
+	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), checkAlone: check,
+		guard: e.unfinishedGuard(), guardRow: e.intentRow}
 	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
 		if !c.carried {
 			if _, err := c.carry(e.ctx, nil, false); err != nil {
 				return nil, err
 			}
 		}
+		e.guardApplied(c)
 		return kept, check(c.results)
 	}
 }
+
+// unfinishedGuard is the update that a batch carrying a write with the entries before it
+// includes, so that it applies only to the instance still unfinished in this incarnation; nil
+// when the batch creates the intent (a creation is its own such condition). A flush and the
+// write it precedes in one request need it: the fence lets one request of a straggler through,
+// and if its execution paused past the garbage collector's bound, the instance finished and its
+// logs are gone, so the entries' conditions (absent rows) hold again and nothing else would stop
+// the write. Step by step the write is a second request, which the fence stops.
+func (e *Env) unfinishedGuard() *store.BatchUpdate {
+	if e.unwritten != nil {
+		return nil
+	}
+	return &store.BatchUpdate{Key: intentKey(e.id),
+		Cond:   store.And(store.Equal(store.Attr(attrDone), false), store.Equal(store.Attr(attrStart), e.start)),
+		Update: store.Update{store.SetAttr(store.Attr(attrStart), e.start)}}
+}
+
+// guardApplied keeps the intent row as c's guard left it, if it went, for the next update of
+// the intent to presume.
+func (e *Env) guardApplied(c *flushCarrier) {
+	if c.guardResult != nil {
+		e.intentRow = c.guardResult.Attrs
+	}
+}
+
+// errFinishedElsewhere is a write's batch refused by its guard (unfinishedGuard): the instance
+// finished, so this execution starts over as a replay, which answers with its result.
+var errFinishedElsewhere = fmt.Errorf("%w: the instance finished before this execution's write", ErrDiverged)
 
 // flushCarrier is a driver whose first update (or batch) goes in one batch with entries.
 type flushCarrier struct {
@@ -820,6 +854,27 @@ type flushCarrier struct {
 	// a store transaction): refused, the entries go alone and must pass checkAlone before the
 	// update goes (atomicCarryingFlush).
 	checkAlone func([]store.UpdateResult) error
+	// guard, if set, goes in the carrying batch between the entries and the update, never
+	// alone (unfinishedGuard); in a store transaction, refused, it fails the transaction.
+	// guardRow is the intent row presumed (store.Presumer) for it, if known; guardResult is its
+	// result once it applied.
+	guard       *store.BatchUpdate
+	guardRow    store.Attrs
+	guardResult *store.UpdateResult
+}
+
+// withGuard returns the batch of the entries, the guard (if any, and if there are entries
+// for it to guard) and ups, and the guard's index in it (-1 if none), presuming its row.
+func (c *flushCarrier) withGuard(ups []store.BatchUpdate) ([]store.BatchUpdate, int) {
+	batch := slices.Clip(c.entries)
+	at := -1
+	if c.guard != nil && len(c.entries) > 0 && len(ups) > 0 {
+		if c.guardRow != nil {
+			store.Presume(c.Driver, c.guard.Key, c.guardRow)
+		}
+		at, batch = len(batch), append(batch, *c.guard)
+	}
+	return append(batch, ups...), at
 }
 
 // uncarried is st without a flushCarrier: an update through it does not carry the entries (the
@@ -854,15 +909,14 @@ func (c *flushCarrier) UpdateBatch(ctx context.Context, ups []store.BatchUpdate)
 // carry writes the entries in one batch with ups, committing the transaction with them if last
 // and the store can.
 func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last bool) (rs []store.UpdateResult, err error) {
-	batch := append(slices.Clip(c.entries), ups...)
+	batch, guard := c.withGuard(ups)
 	if c.checkAlone != nil && len(ups) > 0 {
 		rs, applied, err := c.Driver.(store.AtomicBatcher).UpdateBatchAtomic(ctx, batch)
 		if err != nil {
 			return nil, err
 		}
 		if applied {
-			c.carried, c.results = true, rs[:len(c.entries)]
-			return rs[len(c.entries):], nil
+			return c.carried1(rs, guard), nil
 		}
 		if c.results, err = store.UpdateBatch(ctx, c.Driver, c.entries); err != nil {
 			return nil, err
@@ -874,15 +928,28 @@ func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last 
 		return store.UpdateBatch(ctx, c.Driver, ups)
 	}
 	if fb, ok := c.Driver.(store.FinalBatcher); ok && last {
-		rs, _, err = fb.UpdateBatchFinal(ctx, batch)
+		rs, _, err = fb.UpdateBatchFinal(ctx, batch) // commits only if every update applied
 	} else {
 		rs, err = store.UpdateBatch(ctx, c.Driver, batch)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if guard >= 0 && !rs[guard].Applied {
+		return nil, errFinishedElsewhere // rolls the store transaction back
+	}
+	return c.carried1(rs, guard), nil
+}
+
+// carried1 records the results of a carrying batch whose guard (at index guard, -1 if none)
+// applied, and returns those of the updates it carried the entries with.
+func (c *flushCarrier) carried1(rs []store.UpdateResult, guard int) []store.UpdateResult {
 	c.carried, c.results = true, rs[:len(c.entries)]
-	return rs[len(c.entries):], nil
+	if guard < 0 {
+		return rs[len(c.entries):]
+	}
+	c.guardResult = &rs[guard]
+	return rs[guard+1:]
 }
 
 // logEntry is the conditional creation of an entry's log row.
@@ -1013,7 +1080,7 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 		}
 		// The entries ride with a case-B attempt, which ends the write when it applies: the
 		// creation of a missing head and of a successor do not carry them (uncarried).
-		carrying, finish := e.carryingFlush(st, false, true)
+		carrying, finish := e.carryingFlush(st, false, true, true)
 		if out, err = e.rt.writeDAAL(e.ctx, carrying, part, logKey(e.id, e.incarnation, step), w); err != nil {
 			return err
 		}

@@ -937,7 +937,7 @@ func (rt *Runtime) markDone(env *Env, in *intent, res Result) (Result, error) {
 			if err = env.writeDeferred(st); err != nil {
 				return err
 			}
-			carrying, finish := env.carryingFlush(st, true, true)
+			carrying, finish := env.carryingFlush(st, true, true, false)
 			if rs, err = carrying.UpdateBatch(env.ctx, batch); err != nil {
 				return err
 			}

@@ -88,6 +88,20 @@ var regressions = []regression{
 	{"8-deferred-creation-loses", deferredCreationScenario, func() []Step {
 		return []Step{{Exec: 0, Until: calleeWrite(false)}, {Exec: 1, Until: calleeWrite(true)}, {Exec: 0}, {Exec: 1}}
 	}, false},
+	// Schedule 1 with the straggler paused past the garbage collector's bound: A reads 1 and
+	// stops at the request that writes acted (where the store allows, its read-log entry goes
+	// in that one request: a batch on SQLite and mem://, a final batch on PostgreSQL); k
+	// becomes 2; B reads 2 and finishes; the collectors remove the instance's logs; A's one
+	// request in flight goes out. Its read's entry finds no row to conflict with, so only a
+	// condition on the instance itself can stop the write.
+	{"9-straggler-flush-with-write", func() Scenario {
+		sc := branchScenario("branch-straggler", duplicates(2, ssf.Request{}), 0)
+		sc.Setup = setup(map[string]any{"t/k": 1, "t/acted": 0})
+		return sc
+	}, func() []Step {
+		return []Step{{Exec: 0, Until: func(p ssf.FaultPoint) bool { return !p.After && p.Writes("d|t|acted") }},
+			{Event: "k=2"}, {Exec: 1}, {Event: "pause+gc"}, {Exec: 0}}
+	}, false},
 }
 
 // calleeWrite holds at a write request of the SSF "callee", before or after it.
