@@ -748,51 +748,26 @@ func (e *Env) checkFlushed(write []unloggedEntry, rs []store.UpdateResult) error
 }
 
 // carryingFlush returns st with the queued entries a flush writes (see toFlush), after the
-// unwritten intent's creation if any, carried by the transaction's first update, in one batch
-// with it, so a store that sends a batch's statements together (pgstore) spends no round trip
-// of their own on them; finish writes them if no
-// update carried them and checks their results. Only inside a store transaction: everything
-// commits together there, so the entries need not be written before the write they precede.
-// With last, the caller makes no other store operation in the transaction once the carrying
-// update applies, so the store may commit with it (store.FinalBatcher), entries or none.
+// unwritten intent's creation if any, carried by the first update through it (a write's
+// case-B attempt; a head's or successor's creation goes uncarried), in one batch with it;
+// finish writes them if no update carried them, checks their results and returns what stays
+// queued. With guarded, a carrying batch also guards the write (unfinishedGuard).
+//
+// Inside a store transaction everything commits together, so the entries need not be written
+// before the write they precede, and a store that sends a batch's statements together
+// (pgstore) spends no round trip of their own on them. With last, the caller makes no other
+// store operation in the transaction once the carrying update applies, so the store may commit
+// with it (store.FinalBatcher), entries or none.
+//
+// Outside one, on a store whose batches apply all or nothing (store.AtomicBatcher), the
+// entries must be stored before the effect they precede, or with it: the carrying batch is all
+// or nothing. If it is refused (the attempt's condition, or an entry's: another execution
+// created the intent or logged the step), nothing changed, and the entries are written alone
+// and checked before the attempt goes alone, exactly as a flush followed by the write: a check
+// that fails (the intent created elsewhere, a diverged step) stops the write.
 func (e *Env) carryingFlush(st *store.Table, all, last, guarded bool) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
 	write, kept := e.toFlush(all)
 	if len(write) == 0 && !last && e.unwritten == nil {
-		return st, func() ([]unloggedEntry, error) { return kept, nil }
-	}
-	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), last: last}
-	if guarded {
-		c.guard, c.guardRow = e.unfinishedGuard(), e.intentRow
-	}
-	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
-		if !c.carried && len(c.entries) > 0 {
-			if _, err := c.carry(e.ctx, nil, false); err != nil {
-				return nil, err
-			}
-		}
-		e.guardApplied(c)
-		rs, err := e.checkCreated(c.results)
-		if err != nil {
-			return nil, err
-		}
-		return kept, e.checkFlushed(write, rs)
-	}
-}
-
-// atomicCarryingFlush is carryingFlush on a store whose batches apply all or nothing
-// (store.AtomicBatcher), outside any store transaction: the entries a flush writes must be
-// stored before the effect they precede, or with it. The first update through the returned
-// table (the write's case-B attempt; a head's or successor's creation goes uncarried) is sent in
-// one atomic batch after them, so the effect and the entries apply together or not at all. If
-// the batch is refused (the attempt's condition, or an entry's: another execution created the
-// intent or logged the step), nothing changed, and the entries are written alone and checked
-// before the attempt goes alone, exactly as a flush followed by the write: a check that fails
-// (the intent created elsewhere, a diverged step) stops the write. finish writes the entries
-// if no update carried them (the write was found logged), checks them and returns what stays
-// queued.
-func (e *Env) atomicCarryingFlush(st *store.Table) (carrying *store.Table, finish func() (kept []unloggedEntry, err error)) {
-	write, kept := e.toFlush(false)
-	if len(write) == 0 && e.unwritten == nil {
 		return st, func() ([]unloggedEntry, error) { return kept, nil }
 	}
 	check := func(rs []store.UpdateResult) error {
@@ -802,10 +777,15 @@ func (e *Env) atomicCarryingFlush(st *store.Table) (carrying *store.Table, finis
 		}
 		return e.checkFlushed(write, rs)
 	}
-	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), checkAlone: check,
-		guard: e.unfinishedGuard(), guardRow: e.intentRow}
+	c := &flushCarrier{Driver: st.Driver(), entries: append(e.creationBatch(), e.logEntries(write)...), last: last}
+	if !e.rt.transactional() {
+		c.checkAlone = check
+	}
+	if guarded {
+		c.guard, c.guardRow = e.unfinishedGuard(), e.intentRow
+	}
 	return store.NewTable(c, st.Name()), func() ([]unloggedEntry, error) {
-		if !c.carried {
+		if !c.carried && len(c.entries) > 0 {
 			if _, err := c.carry(e.ctx, nil, false); err != nil {
 				return nil, err
 			}
@@ -852,7 +832,7 @@ type flushCarrier struct {
 	carried bool
 	// checkAlone, if set, makes the carrying batch all or nothing (store.AtomicBatcher, outside
 	// a store transaction): refused, the entries go alone and must pass checkAlone before the
-	// update goes (atomicCarryingFlush).
+	// update goes (carryingFlush).
 	checkAlone func([]store.UpdateResult) error
 	// guard, if set, goes in the carrying batch between the entries and the update, never
 	// alone (unfinishedGuard); in a store transaction, refused, it fails the transaction.
@@ -916,7 +896,7 @@ func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last 
 			return nil, err
 		}
 		if applied {
-			return c.carried1(rs, guard), nil
+			return c.carriedWith(rs, guard), nil
 		}
 		if c.results, err = store.UpdateBatch(ctx, c.Driver, c.entries); err != nil {
 			return nil, err
@@ -938,12 +918,12 @@ func (c *flushCarrier) carry(ctx context.Context, ups []store.BatchUpdate, last 
 	if guard >= 0 && !rs[guard].Applied {
 		return nil, errFinishedElsewhere // rolls the store transaction back
 	}
-	return c.carried1(rs, guard), nil
+	return c.carriedWith(rs, guard), nil
 }
 
-// carried1 records the results of a carrying batch whose guard (at index guard, -1 if none)
+// carriedWith records the results of a carrying batch whose guard (at index guard, -1 if none)
 // applied, and returns those of the updates it carried the entries with.
-func (c *flushCarrier) carried1(rs []store.UpdateResult, guard int) []store.UpdateResult {
+func (c *flushCarrier) carriedWith(rs []store.UpdateResult, guard int) []store.UpdateResult {
 	c.carried, c.results = true, rs[:len(c.entries)]
 	if guard < 0 {
 		return rs[len(c.entries):]
@@ -1061,26 +1041,18 @@ func (e *Env) logAndWrite(part string, step int, w daalWrite) (out daalOutcome, 
 	w = w.numbered()
 	var kept []unloggedEntry
 	err = e.rt.atomically(e.ctx, store.Key{Partition: part}, func(st *store.Table) (err error) {
-		if !e.rt.transactional() {
-			if e.rt.atomicBatches() {
-				// The entries ride with the write's case-B attempt in one all-or-nothing batch:
-				// written with the effect, never after it (atomicCarryingFlush).
-				carrying, finish := e.atomicCarryingFlush(st)
-				if out, err = e.rt.writeDAAL(e.ctx, carrying, part, logKey(e.id, e.incarnation, step), w); err != nil {
-					return err
-				}
-				kept, err = finish()
-				return err
-			}
+		transactional := e.rt.transactional()
+		if !transactional && !e.rt.atomicBatches() {
 			if kept, err = e.flushTo(st, false); err != nil {
 				return err
 			}
 			out, err = e.rt.writeDAAL(e.ctx, st, part, logKey(e.id, e.incarnation, step), w)
 			return err
 		}
-		// The entries ride with a case-B attempt, which ends the write when it applies: the
-		// creation of a missing head and of a successor do not carry them (uncarried).
-		carrying, finish := e.carryingFlush(st, false, true, true)
+		// The entries ride with a case-B attempt, which ends the write when it applies (in the
+		// store transaction, or in one all-or-nothing batch): the creation of a missing head
+		// and of a successor do not carry them (uncarried).
+		carrying, finish := e.carryingFlush(st, false, transactional, true)
 		if out, err = e.rt.writeDAAL(e.ctx, carrying, part, logKey(e.id, e.incarnation, step), w); err != nil {
 			return err
 		}

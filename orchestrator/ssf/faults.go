@@ -101,7 +101,15 @@ func (f faultyDriver) aroundBatch(ctx context.Context, ups []store.BatchUpdate, 
 	for i, u := range ups {
 		keys[i] = u.Key
 	}
-	p := FaultPoint{Op: "batch", Key: ups[0].Key, Batch: keys}
+	return f.aroundAt(ctx, FaultPoint{Op: "batch", Key: ups[0].Key, Batch: keys}, do)
+}
+
+func (f faultyDriver) around(ctx context.Context, op string, key store.Key, do func() error) error {
+	return f.aroundAt(ctx, FaultPoint{Op: op, Key: key}, do)
+}
+
+// aroundAt puts point p before do and after it.
+func (f faultyDriver) aroundAt(ctx context.Context, p FaultPoint, do func() error) error {
 	if err := f.rt.injectAt(ctx, p); err != nil {
 		return err
 	}
@@ -110,16 +118,6 @@ func (f faultyDriver) aroundBatch(ctx context.Context, ups []store.BatchUpdate, 
 	}
 	p.After = true
 	return f.rt.injectAt(ctx, p)
-}
-
-func (f faultyDriver) around(ctx context.Context, op string, key store.Key, do func() error) error {
-	if err := f.rt.inject(ctx, op, key, false); err != nil {
-		return err
-	}
-	if err := do(); err != nil {
-		return err
-	}
-	return f.rt.inject(ctx, op, key, true)
 }
 
 func (f faultyDriver) Get(ctx context.Context, key store.Key) (a store.Attrs, found bool, err error) {
